@@ -1,0 +1,46 @@
+"""Where things live: every path the project writes is derived here from the repository root.
+
+Paths never depend on the working directory, so a notebook opened in JupyterLab (cwd
+``notebooks/``), a papermill run and the CLI all read and write the same folders.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = REPO_ROOT / "configs"
+DATA = REPO_ROOT / "data"
+FIGURES = REPO_ROOT / "figures"
+BUILD = REPO_ROOT / "build"
+RUNS = REPO_ROOT / "runs"  # git-ignored: adapters and checkpoints of runs (weights are never committed)
+
+SCALES = ("smoke", "cpu", "paper")
+
+
+def check_scale(scale: str) -> str:
+    """Return ``scale`` if it is one of :data:`SCALES`, else raise a ``ValueError`` naming them."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}: use one of {', '.join(SCALES)}")
+    return scale
+
+
+def data_dir(scale: str, experiment: str) -> Path:
+    """``data/<scale>/<experiment>/`` — results (CSV/JSON rows + manifest.json) of real runs."""
+    return DATA / check_scale(scale) / experiment
+
+
+def figures_dir(scale: str) -> Path:
+    """``figures/<scale>/`` — regenerated figures; created on demand."""
+    d = FIGURES / check_scale(scale)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def runs_dir(scale: str, experiment: str) -> Path:
+    """``runs/<scale>/<experiment>/`` — weights of runs (adapters, checkpoints); git-ignored."""
+    return RUNS / check_scale(scale) / experiment
+
+
+def config_path(experiment: str, scale: str) -> Path:
+    """``configs/<experiment>/<scale>.yaml``."""
+    return CONFIGS / experiment / f"{check_scale(scale)}.yaml"

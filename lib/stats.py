@@ -1,0 +1,100 @@
+"""Statistics for the figures: bootstrap confidence intervals across seeds and paired tests.
+
+Seeds are the unit of replication: a figure's band is the bootstrap CI of the mean over seeds,
+and two arms are compared on the same seeds with a paired sign-flip permutation test.
+"""
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pandas as pd
+
+
+def bootstrap_ci(values, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``values`` and its percentile bootstrap CI.
+
+    Draws ``n_boot`` resamples (with replacement, same size) with ``numpy.random.default_rng(seed)``;
+    the CI is the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the resampled means.
+    One value gives a zero-width interval; NaNs are dropped; no values → ``ValueError``.
+
+    Returns:
+        ``(mean, lo, hi)``.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        raise ValueError("bootstrap_ci needs at least one non-NaN value")
+    m = float(x.mean())
+    if x.size == 1:
+        return m, m, m
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [a, 1.0 - a])
+    return m, float(lo), float(hi)
+
+
+def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict:
+    """Two-sided paired permutation test of ``mean(a - b) == 0``.
+
+    Under H0 each paired difference dᵢ = aᵢ - bᵢ is equally likely to have either sign. With
+    n ≤ 16 pairs all 2ⁿ sign patterns are enumerated (exact p); otherwise ``n_perm`` random sign
+    flips are drawn with ``default_rng(seed)``. p = P(|mean(±d)| ≥ |mean(d)|).
+
+    Returns:
+        ``{"n", "effect" (mean difference a - b), "p", "test", "exact"}``.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired samples must be 1-d of equal length, got {a.shape} and {b.shape}")
+    if a.size == 0:
+        raise ValueError("paired_permutation_test needs at least one pair")
+    d = a - b
+    obs = abs(d.mean())
+    n = d.size
+    if n <= 16:
+        signs = np.array(list(product((1.0, -1.0), repeat=n)))
+        exact = True
+    else:
+        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_perm, n))
+        exact = False
+    null = np.abs((signs * d).mean(axis=1))
+    p = float(np.mean(null >= obs - 1e-12))
+    return {"n": int(n), "effect": float(d.mean()), "p": p,
+            "test": "paired sign-flip permutation" + (" (exact)" if exact else f" ({n_perm} draws)"),
+            "exact": exact}
+
+
+def mean_ci_table(df: pd.DataFrame, by: list[str], value: str = "value", *, seed: int = 0,
+                  level: float = 0.95) -> pd.DataFrame:
+    """Per group of ``by``: n, mean and bootstrap CI of ``value`` (rows are seeds)."""
+    out = []
+    for key, g in df.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        m, lo, hi = bootstrap_ci(g[value].to_numpy(), seed=seed, level=level)
+        out.append({**dict(zip(by, key)), "n": int(g[value].notna().sum()), "mean": m, "lo": lo, "hi": hi})
+    return pd.DataFrame(out)
+
+
+def compare_to(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "seed",
+               value: str = "value", seed: int = 0) -> pd.DataFrame:
+    """Paired test of every level of ``group`` against ``reference``, paired on ``pair_on``.
+
+    ``df`` holds one row per (group, pair_on). Only pairs present in both are used.
+    Returns one row per comparison: ``group, reference, n, effect, p, test``.
+    """
+    wide = df.pivot_table(index=pair_on, columns=group, values=value, aggfunc="mean")
+    if reference not in wide:
+        raise ValueError(f"reference {reference!r} not among {list(wide.columns)}")
+    rows = []
+    for lvl in wide.columns:
+        if lvl == reference:
+            continue
+        both = wide[[lvl, reference]].dropna()
+        if both.empty:
+            continue
+        t = paired_permutation_test(both[lvl].to_numpy(), both[reference].to_numpy(), seed=seed)
+        rows.append({group: lvl, "reference": reference, "n": t["n"], "effect": t["effect"],
+                     "p": t["p"], "test": t["test"]})
+    return pd.DataFrame(rows)
