@@ -19,6 +19,7 @@ from types import ModuleType
 from .config import ConfigError, load_yaml
 
 RUNNERS = {
+    "operators": "lib.population",
     "program_search": "lib.program_search",
     "tool_mutation": "lib.tool_mutation",
     "llm_society": "lib.llm.society",
@@ -56,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    df = runner(cfg["kind"]).run_experiment(cfg)
-    print(f"{cfg['experiment']} ({cfg['scale']}): {len(df)} rows")
+    out = runner(cfg["kind"]).run_experiment(cfg)
+    n = sum(map(len, out.values())) if isinstance(out, dict) else len(out)
+    print(f"{cfg['experiment']} ({cfg['scale']}): {n} rows")
     return 0
 
 

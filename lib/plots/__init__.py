@@ -1,0 +1,1 @@
+"""Per-experiment figure panels: pure drawing functions over tidy rows, shared by notebooks 01-05."""

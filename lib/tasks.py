@@ -1,0 +1,97 @@
+"""Task families with exact verifiers: the grounded signal of the society.
+
+Three families, each with an easy level sized for a ~1 M-parameter character-level model and a
+``hard`` level:
+
+============  =========================================  ===============================
+family        easy (default)                             hard
+============  =========================================  ===============================
+``lists``     sort 3–5 digits 0–9: ``sort 7 3 9 =`` → ``3 7 9``   sort 5–8 numbers 0–99
+``strings``   reverse 3–5 letters a–j: ``rev bgd =`` → ``dgb``    reverse 6–9 letters a–z
+``arith``     add two numbers 0–49: ``add 23+41 =`` → ``64``      a+b-c with numbers 0–99
+============  =========================================  ===============================
+
+A prompt ends in ``" ="``; a model answers with the answer text (the tiny base then emits EOS;
+chat models are asked for ``Answer: <answer>``). :func:`verify` compares the normalised final
+answer (:func:`lib.operators.answer_of`, :func:`normalise`) with the task's answer.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+FAMILIES = ("lists", "strings", "arith")
+
+
+@dataclass(frozen=True)
+class Task:
+    family: str
+    prompt: str
+    answer: str
+
+
+def check_family(family: str) -> str:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown task family {family!r}; known families are {list(FAMILIES)}")
+    return family
+
+
+def _lists(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
+    k = int(rng.integers(5, 9) if hard else rng.integers(3, 6))
+    xs = rng.integers(0, 100 if hard else 10, size=k).tolist()
+    return "sort " + " ".join(map(str, xs)) + " =", " ".join(map(str, sorted(xs)))
+
+
+def _strings(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
+    k = int(rng.integers(6, 10) if hard else rng.integers(3, 6))
+    letters = "abcdefghijklmnopqrstuvwxyz" if hard else "abcdefghij"
+    s = "".join(rng.choice(list(letters), size=k).tolist())
+    return f"rev {s} =", s[::-1]
+
+
+def _arith(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
+    if hard:
+        a, b, c = (int(v) for v in rng.integers(0, 100, size=3))
+        return f"add {a}+{b}-{c} =", str(a + b - c)
+    a, b = (int(v) for v in rng.integers(0, 50, size=2))
+    return f"add {a}+{b} =", str(a + b)
+
+
+_MAKERS = {"lists": _lists, "strings": _strings, "arith": _arith}
+
+
+def make_tasks(family: str, n: int, seed: int, hard: bool = False) -> list[Task]:
+    """``n`` tasks of ``family``, a deterministic function of ``(family, n, seed, hard)``.
+
+    Draws use ``numpy.random.default_rng(seed)``; the first ``k`` tasks of a call with ``n > k``
+    equal the tasks of a call with ``n = k``.
+    """
+    check_family(family)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = np.random.default_rng(seed)
+    make = _MAKERS[family]
+    return [Task(family, *make(rng, hard)) for _ in range(n)]
+
+
+def make_pool(families, n_per_family: int, seed: int, hard: bool = False) -> list[Task]:
+    """Concatenate ``make_tasks(f, n_per_family, seed + i)`` over the families (the seed's pools)."""
+    return sum((make_tasks(f, n_per_family, seed=seed + i, hard=hard) for i, f in enumerate(families)), [])
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """Canonical form of an answer: lower case, commas as spaces, single spaces, no edge punctuation."""
+    s = str(text).lower().replace(",", " ")
+    s = _SPACE.sub(" ", s).strip()
+    return s.strip(" .;:!?\"'`")
+
+
+def verify(output: str, task: Task) -> bool:
+    """True when the final answer in ``output`` equals ``task.answer`` after normalisation."""
+    from .operators import answer_of  # local import: operators imports normalise from here
+    return normalise(answer_of(output)) == normalise(task.answer)

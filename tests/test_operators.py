@@ -1,0 +1,163 @@
+"""Invariants of the pure population operators (property tests with hypothesis)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lib import operators as op
+from lib.tasks import Task
+
+ANSWERS = st.sampled_from(["", "a", "b", "c", "Answer: a", " B ", "1, 2"])
+
+
+@st.composite
+def populations(draw, max_agents=6, max_prompts=8):
+    n = draw(st.integers(1, max_agents))
+    m = draw(st.integers(0, max_prompts))
+    return [[draw(ANSWERS) for _ in range(m)] for _ in range(n)]
+
+
+def test_answer_of_formats():
+    assert op.answer_of("Answer: 1 2 3") == "1 2 3"
+    assert op.answer_of("blah\nanswer = 7\nAnswer: 8\n") == "8"
+    assert op.answer_of("  cba  \nmore") == "cba"
+    assert op.answer_of("") == "" and op.answer_of("\n  \n") == ""
+    assert op.answer_of(None) == ""
+
+
+def test_consensus_tie_break_is_first_agent():
+    outs = [["x", "", "q"], ["y", "", "q"], ["y", "", "r"], ["x", "", ""]]
+    # prompt 0: x and y tie 2-2, x is seen first (agent 0); nobody answered prompt 1
+    assert op.consensus_answers(outs) == ["x", "", "q"]
+
+
+def test_conformity_and_distance_on_known_population():
+    outs = [["1", "2", "3"], ["1", "2", "4"], ["1", "5", "4"]]
+    cons = op.consensus_answers(outs)
+    assert cons == ["1", "2", "4"]
+    np.testing.assert_allclose(op.conformity_scores(outs, cons), [2 / 3, 1.0, 2 / 3])
+    D = op.behavioural_distance(outs)
+    np.testing.assert_allclose(D, [[0, 1 / 3, 2 / 3], [1 / 3, 0, 1 / 3], [2 / 3, 1 / 3, 0]])
+
+
+def test_mismatched_lengths_raise():
+    with pytest.raises(ValueError, match="same prompts"):
+        op.behavioural_distance([["a"], ["a", "b"]])
+    with pytest.raises(ValueError):
+        op.agreement(["a"], ["a", "b"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(populations())
+def test_distance_matrix_invariants(outs):
+    D = op.behavioural_distance(outs)
+    n = len(outs)
+    assert D.shape == (n, n)
+    assert np.all(D >= 0) and np.all(D <= 1)
+    np.testing.assert_array_equal(D, D.T)
+    np.testing.assert_array_equal(np.diag(D), 0)
+    np.testing.assert_array_equal(D, op.behavioural_distance(outs))  # deterministic
+
+
+@settings(max_examples=150, deadline=None)
+@given(populations())
+def test_conformity_in_unit_interval_and_consensus_deterministic(outs):
+    cons = op.consensus_answers(outs)
+    assert cons == op.consensus_answers(outs)
+    kappa = op.conformity_scores(outs, cons)
+    assert kappa.shape == (len(outs),)
+    assert np.all((kappa >= 0) & (kappa <= 1))
+    # the consensus is an answer someone gave (or "" when nobody answered)
+    A = op.answers_matrix(outs)
+    for j, c in enumerate(cons):
+        assert c == "" or any(A[i][j] == c for i in range(len(outs)))
+
+
+def test_fitness_of_per_family():
+    tasks = [Task("lists", "sort 2 1 =", "1 2"), Task("lists", "sort 3 1 =", "1 3"), Task("arith", "add 1+1 =", "2")]
+    f = op.fitness_of(["1 2", "3 1", "Answer: 2"], tasks, ["lists", "arith", "strings"])
+    assert f["lists"] == 0.5 and f["arith"] == 1.0 and np.isnan(f["strings"])
+    assert f["overall"] == pytest.approx(2 / 3)
+
+
+@st.composite
+def scored_population(draw):
+    n = draw(st.integers(1, 8))
+    s = np.array(draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+    raw = np.array(draw(st.lists(st.floats(0, 1), min_size=n * n, max_size=n * n))).reshape(n, n)
+    D = np.triu(raw, 1)
+    D = D + D.T
+    p = draw(st.integers(1, n))
+    lam = draw(st.floats(0, 2))
+    return s, D, p, lam
+
+
+@settings(max_examples=200, deadline=None)
+@given(scored_population())
+def test_select_parents_invariants(args):
+    s, D, p, lam = args
+    top = op.select_parents(s, D, p, diversity=False, lam=lam)
+    qd = op.select_parents(s, D, p, diversity=True, lam=lam)
+    for sel in (top, qd):
+        assert len(sel) == p and len(set(sel)) == p
+        assert all(0 <= i < len(s) for i in sel)
+    assert qd[0] == top[0]  # the best agent is always chosen first
+    assert op.select_parents(s, D, p, diversity=True, lam=0.0) == top  # lam = 0 is top-P
+    assert op.select_parents(s, D, p, diversity=True, lam=lam) == qd  # deterministic
+
+
+def test_qd_prefers_a_distant_agent():
+    s = np.array([1.0, 0.95, 0.6])
+    D = np.array([[0, 0.0, 1.0], [0.0, 0, 1.0], [1.0, 1.0, 0]])  # 0 and 1 behave identically
+    assert op.select_parents(s, D, 2, diversity=False) == [0, 1]
+    assert op.select_parents(s, D, 2, diversity=True, lam=0.5) == [0, 2]
+
+
+def test_select_parents_errors():
+    with pytest.raises(ValueError, match="n_parents"):
+        op.select_parents([1, 2], np.zeros((2, 2)), 3)
+    with pytest.raises(ValueError, match="shape"):
+        op.select_parents([1, 2], np.zeros((3, 3)), 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scored_population(), st.integers(1, 12))
+def test_complementary_pairs_invariants(args, n_pairs):
+    s, D, p, _ = args
+    parents = op.select_parents(s, D, p, diversity=False)
+    if len(parents) < 2:
+        with pytest.raises(ValueError):
+            op.complementary_pairs(parents, D, n_pairs)
+        return
+    pairs = op.complementary_pairs(parents, D, n_pairs)
+    assert len(pairs) == n_pairs
+    for a, b in pairs:
+        assert a != b and a in parents and b in parents
+    K = len(parents) * (len(parents) - 1) // 2
+    d = [D[a, b] for a, b in pairs[:K]]
+    assert d == sorted(d, reverse=True)  # most distant first
+    assert pairs[K:] == pairs[:max(0, n_pairs - K)]  # reused in turn
+
+
+def test_arm_settings_table():
+    assert op.arm_settings("full", 0.5) == {"g": 0.5, "sex": "exact", "diversity": True}
+    assert op.arm_settings("no_grounding", 0.5)["g"] == 0.0
+    assert op.arm_settings("no_sex", 0.5)["sex"] is None
+    assert op.arm_settings("no_diversity", 0.5)["diversity"] is False
+    assert op.arm_settings("sex_linear", 0.5)["sex"] == "linear"
+    with pytest.raises(ValueError, match="known arms are"):
+        op.arm_settings("no_such_arm", 0.5)
+    with pytest.raises(ValueError):
+        op.arm_settings("full", 1.5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 10), st.integers(0, 2**31))
+def test_merge_weights_on_simplex_and_seeded(n, k, seed):
+    w = op.sample_merge_weights(n, k, np.random.default_rng(seed))
+    assert w.shape == (k, n)
+    assert np.all(w >= 0)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    np.testing.assert_allclose(w[0], 1.0 / n)
+    np.testing.assert_array_equal(w, op.sample_merge_weights(n, k, np.random.default_rng(seed)))
