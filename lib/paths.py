@@ -5,6 +5,7 @@ Paths never depend on the working directory, so a notebook opened in JupyterLab 
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -24,9 +25,19 @@ def check_scale(scale: str) -> str:
     return scale
 
 
+def data_root() -> Path:
+    """Root of result data: ``$GE_DATA_DIR`` when set (e.g. a folder every cluster node can reach), else ``data/``."""
+    return Path(os.environ["GE_DATA_DIR"]) if os.environ.get("GE_DATA_DIR") else DATA
+
+
+def runs_root() -> Path:
+    """Root of weights of runs: ``$GE_RUNS_DIR`` when set, else ``runs/`` (git-ignored)."""
+    return Path(os.environ["GE_RUNS_DIR"]) if os.environ.get("GE_RUNS_DIR") else RUNS
+
+
 def data_dir(scale: str, experiment: str) -> Path:
-    """``data/<scale>/<experiment>/`` — results (CSV/JSON rows + manifest.json) of real runs."""
-    return DATA / check_scale(scale) / experiment
+    """``<data root>/<scale>/<experiment>/`` — results (CSV/JSON rows + manifest.json) of real runs."""
+    return data_root() / check_scale(scale) / experiment
 
 
 def figures_dir(scale: str) -> Path:
@@ -38,7 +49,7 @@ def figures_dir(scale: str) -> Path:
 
 def runs_dir(scale: str, experiment: str) -> Path:
     """``runs/<scale>/<experiment>/`` — weights of runs (adapters, checkpoints); git-ignored."""
-    return RUNS / check_scale(scale) / experiment
+    return runs_root() / check_scale(scale) / experiment
 
 
 def config_path(experiment: str, scale: str) -> Path:

@@ -40,7 +40,8 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
 
     Under H0 each paired difference dᵢ = aᵢ - bᵢ is equally likely to have either sign. With
     n ≤ 16 pairs all 2ⁿ sign patterns are enumerated (exact p); otherwise ``n_perm`` random sign
-    flips are drawn with ``default_rng(seed)``. p = P(|mean(±d)| ≥ |mean(d)|).
+    flips are drawn with ``default_rng(seed)`` and p = (1 + #{|mean(±d)| ≥ |mean(d)|}) / (1 + n_perm),
+    which never reports an impossible p = 0. Exact: p = P(|mean(±d)| ≥ |mean(d)|).
 
     Returns:
         ``{"n", "effect" (mean difference a - b), "p", "test", "exact"}``.
@@ -60,7 +61,8 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
         signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_perm, n))
         exact = False
     null = np.abs((signs * d).mean(axis=1))
-    p = float(np.mean(null >= obs - 1e-12))
+    hits = int(np.sum(null >= obs - 1e-12))
+    p = hits / len(signs) if exact else (hits + 1) / (len(signs) + 1)
     return {"n": int(n), "effect": float(d.mean()), "p": p,
             "test": "paired sign-flip permutation" + (" (exact)" if exact else f" ({n_perm} draws)"),
             "exact": exact}

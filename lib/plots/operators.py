@@ -136,3 +136,24 @@ def draw_all(scale: str) -> list[str]:
         plt.close(fig)
         names.append(name)
     return names
+
+
+def stats_table(scale: str) -> pd.DataFrame:
+    """Fig. 1 statistics: QD against top-P at every λ > 0, paired on the population (seed).
+
+    One row per (λ, metric): n populations, the mean QD − top-P difference and its paired
+    permutation p-value, plus each rule's mean with a 95 % bootstrap CI.
+    """
+    sel = load_data(scale)["selection"]
+    rows = []
+    for lam in sorted(sel["lam"].unique()):
+        if lam == 0:
+            continue  # identical sets by construction
+        part = sel[sel["lam"] == lam]
+        for metric in ("mean_score", "mean_distance"):
+            cmp = stats.compare_to(part, group="method", reference="top_p", value=metric).iloc[0]
+            qd = stats.bootstrap_ci(part.loc[part["method"] == "qd", metric])
+            rows.append({"figure": "fig1c" if metric == "mean_score" else "fig1d", "lam": lam, "metric": metric,
+                         "n": int(cmp["n"]), "qd_mean": qd[0], "qd_ci": f"[{qd[1]:.3f}, {qd[2]:.3f}]",
+                         "effect (qd - top_p)": cmp["effect"], "p": cmp["p"], "test": cmp["test"]})
+    return pd.DataFrame(rows)

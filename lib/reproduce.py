@@ -1,0 +1,149 @@
+"""Re-execute every numbered notebook with papermill: ``python -m lib.reproduce --scale S``.
+
+Each notebook runs in its own papermill subprocess (``-k python3``), parameterised by
+``configs/<experiment>/<scale>.yaml`` (``-f``), into ``build/<scale>/`` — the source notebooks stay
+clean. A notebook's data that already exists for that scale and matches its config is reused;
+``--force`` first moves that data aside (to ``build/<scale>/previous/``, nothing is deleted) so it is
+recomputed. The ``paper`` scale needs CUDA for the society: on a machine without it the runner says
+so up front, skips notebook 03 and rebuilds everything else.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+
+
+@dataclass(frozen=True)
+class Step:
+    notebook: str
+    experiment: str | None  # its config is configs/<experiment>/<scale>.yaml; None: only `scale`
+    needs_cuda_at: tuple[str, ...] = ()
+
+
+STEPS = (
+    Step("01_operators.ipynb", "operators"),
+    Step("02_tool_mutation.ipynb", "tool_mutation"),
+    Step("03_society_arms.ipynb", "society", needs_cuda_at=("paper",)),
+    Step("04_program_search.ipynb", "program_search"),
+    Step("05_figures.ipynb", None),
+)
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def failed_cell(executed: Path) -> str:
+    """Describe the first cell of an executed notebook that raised, or ``""``."""
+    try:
+        nb = json.loads(executed.read_text())
+    except (OSError, json.JSONDecodeError):
+        return ""
+    code_idx = 0
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        code_idx += 1
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                src = "".join(cell.get("source", "")).strip().splitlines()
+                first = src[0] if src else ""
+                return f"code cell {code_idx} (`{first[:70]}`): {out.get('ename')}: {out.get('evalue')}"
+    return ""
+
+
+def papermill_command(step: Step, scale: str, out: Path, skip: list[str]) -> list[str]:
+    cmd = [sys.executable, "-m", "papermill", str(NOTEBOOKS / step.notebook), str(out),
+           "-k", "python3", "--cwd", str(NOTEBOOKS), "--no-progress-bar"]
+    if step.experiment is not None:
+        cmd += ["-f", str(config_path(step.experiment, scale))]
+    else:
+        cmd += ["-p", "scale", scale]
+        if skip:
+            cmd += ["-y", json.dumps({"skip_experiments": skip})]
+    return cmd
+
+
+def move_aside(scale: str, experiment: str) -> Path | None:
+    """Move ``data/<scale>/<experiment>/`` to ``build/<scale>/previous/`` (for ``--force``)."""
+    src = data_dir(scale, experiment)
+    if not src.exists():
+        return None
+    dst = BUILD / scale / "previous" / f"{experiment}-{time.strftime('%Y%m%dT%H%M%S')}"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(src), dst)
+    return dst
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lib.reproduce", description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
+    ap.add_argument("--force", action="store_true", help="recompute data even when it matches its config")
+    ap.add_argument("--only", nargs="*", default=None, help="notebook name prefixes to run, e.g. 01 04")
+    args = ap.parse_args(argv)
+    try:
+        scale = check_scale(args.scale)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    steps = [s for s in STEPS if args.only is None or any(s.notebook.startswith(p) for p in args.only)]
+    for s in steps:  # bad input before any work: every config must exist
+        if s.experiment and not config_path(s.experiment, scale).is_file():
+            print(f"error: {config_path(s.experiment, scale)} is missing", file=sys.stderr)
+            return 2
+    has_cuda = cuda_available()
+    skipped = [s for s in steps if scale in s.needs_cuda_at and not has_cuda]
+    for s in skipped:
+        print(f"note: {s.notebook} at scale {scale!r} needs a CUDA GPU and none is visible; it is skipped, "
+              f"and the figures are rebuilt from whatever {scale} data exists.")
+    out_dir = BUILD / scale
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    todo = [s for s in steps if s not in skipped]
+    for k, s in enumerate(todo, 1):
+        if args.force and s.experiment:
+            moved = move_aside(scale, s.experiment)
+            if moved:
+                print(f"      --force: moved old data to {moved.relative_to(REPO_ROOT)}")
+        out = out_dir / s.notebook
+        print(f"[{k}/{len(todo)}] {s.notebook} (scale {scale}) ...", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run(papermill_command(s, scale, out, [x.experiment for x in skipped]),
+                              cwd=REPO_ROOT, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        ok = proc.returncode == 0
+        results.append((s.notebook, ok, dt))
+        if ok:
+            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}", flush=True)
+            continue
+        where = failed_cell(out) or (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"      FAILED after {dt:.1f} s in {where}\n      partial executed copy: {out.relative_to(REPO_ROOT)}",
+              file=sys.stderr)
+        print("\n".join("      | " + ln for ln in proc.stderr.strip().splitlines()[-15:]), file=sys.stderr)
+        break
+    figs = sorted(p.name for p in figures_dir(scale).glob("*.png"))
+    print(f"\nsummary (scale {scale}):")
+    for name, ok, dt in results:
+        print(f"  {'ok ' if ok else 'FAIL'} {name:28s} {dt:7.1f} s")
+    for s in skipped:
+        print(f"  skip {s.notebook:28s}  (needs CUDA)")
+    print(f"  {len(figs)} figures in {figures_dir(scale).relative_to(REPO_ROOT)}/")
+    return 0 if all(ok for _, ok, _ in results) and len(results) == len(todo) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
