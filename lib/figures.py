@@ -100,3 +100,18 @@ def publish(fig, name: str, **kwargs) -> None:
     except ImportError:
         pass
     plt.close(fig)
+
+
+def show_saved(names: Iterable[str], scale: str, width: int = 420) -> None:
+    """Display the PNGs of saved panels in a notebook (no-op outside IPython)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, Markdown, display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    idx = read_index(scale)
+    for n in names:
+        display(Markdown(f"**{n}** — {idx.get(n, {}).get('caption', '')}"))
+        display(Image(filename=str(figures_dir(scale) / f"{n}.png"), width=width))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import subprocess
+import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
@@ -95,7 +97,7 @@ def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     m = build_manifest(cfg, started=started, wall_s=wall_s, status=status, extra=extra)
-    tmp = folder / (MANIFEST + ".tmp")
+    tmp = folder / f"{MANIFEST}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"  # unique: shards of a sweep write concurrently
     tmp.write_text(json.dumps(m, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n")
     tmp.replace(folder / MANIFEST)
     return folder / MANIFEST

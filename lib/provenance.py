@@ -40,7 +40,10 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
             rows.append({**row, "agrees": False, "note": "no config file"})
             continue
         raw = load_yaml(cpath)
-        want = config_hash(runner(raw["kind"]).validate_config(raw))
+        mod = runner(raw["kind"])
+        cfg = mod.validate_config(raw)
+        # a runner whose shards share one folder hashes the config without its arms/seeds
+        want = config_hash(getattr(mod, "manifest_config", lambda c: c)(cfg))
         if m is None:
             rows.append({**row, "agrees": False, "note": "no manifest.json (run the experiment)"})
             continue
@@ -76,6 +79,12 @@ def write_index(scale: str) -> Path:
     out = figures_dir(scale) / "INDEX.md"
     out.write_text("\n".join(lines))
     return out
+
+
+def reset_index(scale: str) -> None:
+    """Forget the recorded panels of ``scale`` (notebook 05 redraws them all, so the index lists exactly those)."""
+    p = figures_dir(scale) / "index.json"
+    p.unlink(missing_ok=True)
 
 
 def index_entries(scale: str) -> dict:
