@@ -1,0 +1,89 @@
+"""Greedy generation for a population of adapters on one base: one batched call for all agents.
+
+``generate_agents(base, prompts, names)`` answers ``prompts`` with every adapter in ``names`` in
+batched ``generate`` calls whose rows carry their own adapter (peft mixed-adapter batches,
+``adapter_names=[...]`` one name per row). ``generate_agents_loop`` is the seed's reference
+(``set_adapter`` per agent); both give the same answers (tests/test_llm_generate.py).
+Decoding: greedy, left padding, ``max_new_tokens`` sized to the task answers.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+BASE_ROW = "__base__"  # peft's name for "no adapter" in a mixed batch
+
+
+def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] | None,
+                    max_new_tokens: int) -> list[str]:
+    import torch
+    pad = base.tok.pad_token_id
+    L = max(map(len, prompt_ids))
+    ids = torch.full((len(prompt_ids), L), pad, dtype=torch.long)
+    att = torch.zeros((len(prompt_ids), L), dtype=torch.long)
+    for i, p in enumerate(prompt_ids):
+        ids[i, L - len(p):] = torch.tensor(p)
+        att[i, L - len(p):] = 1
+    ids, att = ids.to(base.device), att.to(base.device)
+    kw = {"adapter_names": adapter_names} if adapter_names is not None else {}
+    with torch.inference_mode():
+        out = base.model.generate(input_ids=ids, attention_mask=att, do_sample=False, num_beams=1,
+                                  max_new_tokens=max_new_tokens, pad_token_id=pad,
+                                  eos_token_id=base.tok.eos_token_id, temperature=None, top_p=None,
+                                  top_k=None, **kw)
+    return base.tok.batch_decode(out[:, L:], skip_special_tokens=True)
+
+
+def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: bool = False,
+             batch_size: int = 512, max_new_tokens: int | None = None) -> list[str]:
+    """Greedy outputs of one model (the active adapter, ``adapter``, or the bare base) on ``prompts``."""
+    if adapter is not None:
+        return generate_agents(base, prompts, [adapter], hard=hard, batch_size=batch_size,
+                               max_new_tokens=max_new_tokens)[0]
+    mnt = max_new_tokens or base.max_new_tokens(hard)
+    enc = [base.prompt_ids(p) for p in prompts]
+    out: list[str] = []
+    for s in range(0, len(enc), batch_size):
+        out += _batch_generate(base, enc[s:s + batch_size], None, mnt)
+    return out
+
+
+def generate_rows(base, prompts: Sequence[str], adapter_names: Sequence[str], *, hard: bool = False,
+                  batch_size: int = 512, max_new_tokens: int | None = None) -> list[str]:
+    """Row-wise mixed batch: output ``k`` is adapter ``adapter_names[k]`` on ``prompts[k]``.
+
+    Rows are sorted by prompt length before batching (less padding) and returned in input order.
+    """
+    if len(prompts) != len(adapter_names):
+        raise ValueError(f"{len(prompts)} prompts for {len(adapter_names)} adapter names")
+    mnt = max_new_tokens or base.max_new_tokens(hard)
+    cache: dict[str, list[int]] = {}
+    for p in prompts:
+        if p not in cache:
+            cache[p] = base.prompt_ids(p)
+    enc = [cache[p] for p in prompts]
+    order = sorted(range(len(enc)), key=lambda k: (len(enc[k]), k))
+    out = [""] * len(enc)
+    for s in range(0, len(order), batch_size):
+        idx = order[s:s + batch_size]
+        texts = _batch_generate(base, [enc[k] for k in idx], [adapter_names[k] for k in idx], mnt)
+        for k, t in zip(idx, texts):
+            out[k] = t
+    return out
+
+
+def generate_agents(base, prompts: Sequence[str], names: Sequence[str], **kw) -> list[list[str]]:
+    """``outs[i][j]``: adapter ``names[i]`` on ``prompts[j]``, all agents in shared batches."""
+    prompts = list(prompts)
+    flat = generate_rows(base, prompts * len(names), [n for n in names for _ in prompts], **kw)
+    M = len(prompts)
+    return [flat[i * M:(i + 1) * M] for i in range(len(names))]
+
+
+def generate_agents_loop(base, prompts: Sequence[str], names: Sequence[str], *, hard: bool = False,
+                         batch_size: int = 512, max_new_tokens: int | None = None) -> list[list[str]]:
+    """The seed's way: ``set_adapter(name)`` then generate, one agent after another (reference)."""
+    outs = []
+    for n in names:
+        base.model.set_adapter(n)
+        outs.append(generate(base, prompts, hard=hard, batch_size=batch_size, max_new_tokens=max_new_tokens))
+    return outs

