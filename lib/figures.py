@@ -54,6 +54,15 @@ def use_style() -> None:
     })
 
 
+def rel(p) -> str:
+    """``p`` relative to the repository when it lies inside it, else as given."""
+    p = Path(p)
+    try:
+        return str(p.resolve().relative_to(REPO_ROOT)) if p.is_absolute() else str(p)
+    except ValueError:
+        return str(p)
+
+
 def _index_path(scale: str) -> Path:
     return figures_dir(scale) / "index.json"
 
@@ -81,7 +90,6 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
         meta = {"CreationDate": None} if p.suffix == ".pdf" else {"Software": None}
         fig.savefig(p, metadata=meta)
     data = [data] if isinstance(data, str) else list(data)
-    rel = lambda p: str(Path(p).resolve().relative_to(REPO_ROOT)) if Path(p).is_absolute() else str(p)  # noqa: E731
     idx = read_index(scale)
     idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": [rel(d) for d in data],
                  "config": rel(config) if config else None, "notebook": notebook}

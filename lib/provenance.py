@@ -13,19 +13,11 @@ import pandas as pd
 
 from .config import config_hash, load_yaml
 from .experiment import runner
-from .figures import read_index
+from .figures import read_index, rel
 from .manifest import read_manifest
 from .paths import REPO_ROOT, config_path, data_dir, figures_dir
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "program_search")
-
-
-def _rel(p) -> str:
-    p = Path(p)
-    try:
-        return str(p.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(p)
 
 
 def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
@@ -35,7 +27,7 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
         cpath = config_path(exp, scale)
         folder = data_dir(scale, exp)
         m = read_manifest(folder)
-        row = {"experiment": exp, "config": _rel(cpath), "data": _rel(folder)}
+        row = {"experiment": exp, "config": rel(cpath), "data": rel(folder)}
         if not cpath.is_file():
             rows.append({**row, "agrees": False, "note": "no config file"})
             continue
