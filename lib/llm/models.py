@@ -184,7 +184,9 @@ def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: 
 def _one_thread() -> None:
     """The tiny model's matrices are too small to gain from intra-op threads, and on shared cores
     OpenMP threads spin against each other (measured: 50 pre-training steps 12 s with 1 thread,
-    >300 s with 2 threads next to other jobs). Results are identical either way."""
+    >300 s with 2 threads next to other jobs). Fixing one thread also keeps the rows independent of
+    the machine's core count: a 2-thread run was seen to give different numbers (float summation
+    order), so a run's rows are reproducible only at a fixed thread count."""
     import torch
     torch.set_num_threads(1)
 
