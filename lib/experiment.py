@@ -6,7 +6,10 @@ The config's ``kind`` names the runner. Every runner module exposes the same thr
 - ``run_experiment(cfg) -> pandas.DataFrame``: runs it, writing rows and a manifest under
   ``data/<scale>/<experiment>/`` as it goes; re-running resumes;
 - ``shards(cfg) -> list[dict]``: the independent runs it is made of (one per arm × seed, or per
-  seed), each a config that ``run_experiment`` accepts — what ``lib.sweep`` fans out.
+  seed), each a config that ``run_experiment`` accepts — what ``lib.sweep`` fans out;
+- ``shard_done(cfg) -> bool``: whether such a run's rows are all on disk (a sweep skips it);
+- optionally ``manifest_config(cfg) -> dict``: the config that identifies the data folder when the
+  runs of several shards share it (without the keys that only choose shards).
 """
 from __future__ import annotations
 

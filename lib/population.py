@@ -138,6 +138,12 @@ def load_tables(folder) -> dict[str, pd.DataFrame]:
     return {p.stem: pd.read_csv(p) for p in sorted(folder.glob("*.csv"))}
 
 
+def shard_done(cfg: dict) -> bool:
+    """True when the folder already holds this config's finished tables."""
+    cfg = validate_config(cfg)
+    return manifest_matches(data_dir(cfg["scale"], cfg["experiment"]), cfg)
+
+
 def shards(cfg: dict) -> list[dict]:
     """One population per seed; each is cheap, so the whole config is one run."""
     return [validate_config(cfg)]

@@ -672,11 +672,16 @@ def _shard_files(folder: Path, seed: int) -> dict[str, Path]:
     return {k: folder / "shards" / f"{k}_s{seed}.csv" for k in ("rows", "diagnostics", "costs")}
 
 
+def manifest_config(cfg: dict) -> dict:
+    """The config that identifies the folder: the full run's (every seed's shards share it)."""
+    return {**cfg, "shard_seed": -1}
+
+
 def shard_done(cfg: dict) -> bool:
     """True when the seed of shard ``cfg`` is finished (its marker, or the merged folder is complete)."""
     cfg = validate_config(cfg)
     folder = data_dir(cfg["scale"], cfg["experiment"])
-    if manifest_matches(folder, {**cfg, "shard_seed": -1}):
+    if manifest_matches(folder, manifest_config(cfg)):
         return True
     return cfg["shard_seed"] >= 0 and (folder / "shards" / f"done_s{cfg['shard_seed']}").exists()
 
@@ -722,7 +727,7 @@ def run_experiment(cfg: dict) -> pd.DataFrame:
     A shard config (``shard_seed >= 0``) runs and writes only its seed; the full config merges.
     """
     cfg = validate_config(cfg)
-    full = {**cfg, "shard_seed": -1}
+    full = manifest_config(cfg)
     folder = data_dir(cfg["scale"], cfg["experiment"])
     if manifest_matches(folder, full):
         return load_results(folder)

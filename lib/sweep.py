@@ -97,27 +97,8 @@ def shard_label(cfg: dict) -> tuple[str, int]:
 
 
 def shard_done(cfg: dict) -> bool:
-    """True when the shard ``cfg`` has all its rows on disk (its final block is marked done).
-
-    A runner may define ``shard_done(cfg)`` itself; otherwise the final block is read from the
-    config: ``n_steps`` (tool mutation), ``generations - 1`` (society), or the program search's
-    per-seed ``shards/done_s<seed>`` marker.
-    """
-    mod = _experiment.runner(cfg["kind"])
-    if hasattr(mod, "shard_done"):
-        return bool(mod.shard_done(cfg))
-    folder = data_dir(cfg["scale"], cfg["experiment"])
-    arm, seed = shard_label(cfg)
-    if cfg["kind"] == "program_search":
-        return (folder / "shards" / f"done_s{seed}").exists()
-    if cfg["kind"] == "tool_mutation":
-        final = cfg["n_steps"]
-    elif cfg["kind"].startswith("llm_society"):
-        final = cfg["generations"] - 1
-    else:
-        return False  # unknown runner: let its run_experiment decide (it reuses finished work)
-    done = last_done(shard_path(folder, arm, seed))
-    return done is not None and done >= final
+    """True when the shard ``cfg`` has all its rows on disk — the runner's own ``shard_done``."""
+    return bool(_experiment.runner(cfg["kind"]).shard_done(cfg))
 
 
 def parse_fault(spec: str | None) -> tuple[str, int, int, str] | None:
@@ -280,14 +261,15 @@ class SweepResult:
 def check_folder(folder: Path, cfg: dict) -> None:
     """Refuse a data folder whose manifest records another config (before skipping "finished" shards).
 
-    Compares the keys the manifest's config shares with ``cfg`` (runners leave out of it the keys
-    that only choose shards, e.g. arms and seeds), so it needs no runner-specific knowledge.
+    Compares the manifest's config with the runner's folder-identifying ``manifest_config(cfg)``
+    (which leaves out the keys that only choose shards, e.g. arms and seeds) on the keys they share.
     """
     m = read_manifest(folder)
     if m is None:
         return
     old = m.get("config", {})
-    diff = sorted(k for k in set(old) & set(cfg) if k != "shard_seed" and old[k] != cfg[k])
+    new = getattr(_experiment.runner(cfg["kind"]), "manifest_config", lambda c: c)(cfg)
+    diff = sorted(k for k in set(old) & set(new) if old[k] != new[k])
     if diff:
         raise ConfigError(f"{folder} already holds data of another config (keys that differ: {diff}). "
                           f"Move or delete that folder, use another --data-root, or sweep the config it was made with.")

@@ -586,6 +586,14 @@ def manifest_config(cfg: dict) -> dict:
     return {k: v for k, v in cfg.items() if k not in ("arms", "seeds")}
 
 
+def shard_done(cfg: dict) -> bool:
+    """True when every (arm, seed) shard of ``cfg`` has its final block (``n_steps``) on disk."""
+    cfg = validate_config(cfg)
+    folder = data_dir(cfg["scale"], cfg["experiment"])
+    done = [last_done(shard_path(folder, a, s)) for a in cfg["arms"] for s in cfg["seeds"]]
+    return all(d is not None and d >= cfg["n_steps"] for d in done)
+
+
 def _complete_shards(folder, n_steps: int) -> list[tuple[str, int]]:
     """(arm, seed) of every shard in ``folder`` whose final block is recorded."""
     out = []

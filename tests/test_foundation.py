@@ -125,5 +125,9 @@ def test_environment_yml_matches_pyproject():
 def test_runner_registry_names_importable_modules():
     for kind in ("program_search", "tool_mutation", "llm_society"):
         assert RUNNERS[kind].startswith("lib.")
+    for kind in RUNNERS:
+        mod = runner(kind)
+        for fn in ("validate_config", "run_experiment", "shards", "shard_done"):
+            assert callable(getattr(mod, fn, None)), f"runner {kind} lacks {fn}"
     with pytest.raises(C.ConfigError):
         runner("bogus")

@@ -412,6 +412,12 @@ def shard_status(cfg: dict, folder: Path | None = None) -> dict:
     return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a in cfg["arms"] for s in seed_list(cfg)}
 
 
+def shard_done(cfg: dict) -> bool:
+    """True when every (arm, seed) shard of ``cfg`` has its last generation on disk."""
+    cfg = validate_config(cfg)
+    return all(v is not None and v >= cfg["generations"] - 1 for v in shard_status(cfg).values())
+
+
 def data_complete(cfg: dict, folder: Path | None = None) -> bool:
     """True when ``folder`` holds this config's data (same core config) with every shard finished."""
     cfg = validate_config(cfg)
