@@ -15,9 +15,11 @@ Defects of the seed fixed here (each pinned by a test in ``tests/test_tool_mutat
 - variants are addressed by a stable id (``"encoder_v3"``), never by list position;
 - all randomness comes from the mutator's own ``numpy.random.Generator``; torch noise is drawn from
   a ``torch.Generator`` seeded from it, so the same seed gives the same mutants;
-- ``promote_best`` *installs* the winner into the host it was registered from (``register(name,
-  host, attr="encoder")``) and returns it; ``register(name, module)`` without a host still works,
-  and then the caller installs the returned module;
+- ``promote_best`` *installs* the winner, in both call shapes: registered from a host
+  (``register(name, host, attr="encoder")``) the winner replaces ``host.encoder``; registered
+  free-standing, as the seed does (``register("encoder", encoder_module)``), the winner's parameters
+  and buffers are copied in place into ``encoder_module``, so every holder of that module (a host,
+  an optimiser) sees the new weights. Either way it returns the installed module;
 - a variant never evaluated has no score (``nan``), not 0: it is not eligible for promotion by
   ``promote_best`` nor ranked above a scored one; ``promote_best`` with no evaluated variant raises;
 - eviction (pool full) never drops the current version or a variant created in this round (a
@@ -116,6 +118,17 @@ def _split_attr(attr: str) -> tuple[str, str]:
     return parent, leaf
 
 
+def _copy_into(dst: nn.Module, src: nn.Module) -> None:
+    """Copy ``src``'s parameters and buffers into ``dst`` in place (same names and shapes), under no_grad."""
+    with torch.no_grad():
+        for kind, a, b in (("parameter", dict(dst.named_parameters()), dict(src.named_parameters())),
+                           ("buffer", dict(dst.named_buffers()), dict(src.named_buffers()))):
+            if a.keys() != b.keys():
+                raise ValueError(f"cannot install: the {kind}s differ ({sorted(a.keys() ^ b.keys())})")
+            for k, t in a.items():
+                t.copy_(b[k])
+
+
 def _install(host: nn.Module, attr: str, module: nn.Module) -> None:
     """Replace the submodule ``host.<attr>`` (dotted path) by ``module``."""
     parent, leaf = _split_attr(attr)
@@ -193,8 +206,8 @@ class ToolMutator:
         """Register a tool; returns the id of its first version, ``"<name>_v0"``.
 
         ``register(name, host, attr="encoder")``: the tool is ``host.encoder`` (a dotted path is
-        allowed) and promotions replace that submodule in ``host``. ``register(name, module)``:
-        a free-standing tool; promotions only return the module.
+        allowed) and promotions replace that submodule in ``host``. ``register(name, module)`` (the
+        seed's form): promotions copy the winner's parameters and buffers into ``module`` in place.
         """
         if name in self.tools:
             raise ValueError(f"tool {name!r} is already registered")
@@ -297,11 +310,23 @@ class ToolMutator:
         return max(scored, key=lambda v: (v.score, v.id == t.current_id))
 
     def promote(self, name: str, variant_id: str) -> nn.Module:
-        """Make ``variant_id`` the current version (installing it into the host); starts a new round."""
+        """Make ``variant_id`` the current version and install it; starts a new round; returns the installed module.
+
+        With a host: ``host.<attr>`` becomes the variant's module. Free-standing: the registered
+        module keeps its identity and receives the variant's values (:func:`_copy_into`); the
+        outgoing version keeps a snapshot of its old values, and the winner's record now points at
+        the registered module (the current version is always the module in use).
+        """
         t = self._tool(name)
         v = self.variant(name, variant_id)
         if t.host is not None:
             _install(t.host, t.attr, v.module)
+        elif v.id != t.current_id:
+            old = t.pool[t.current_id]
+            slot = old.module                       # the registered module: always the current one's
+            old.module = copy.deepcopy(slot)        # the outgoing version keeps its values
+            _copy_into(slot, v.module)
+            v.module = slot
         t.current_id = v.id
         t.round += 1
         v.promoted_rounds.append(t.round)

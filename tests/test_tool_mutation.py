@@ -38,11 +38,11 @@ def test_ids_stay_stable_after_eviction_and_scoring():
     m.update_score("enc", "enc_v0", 1.0)
     m.update_score("enc", a, 5.0)
     m.update_score("enc", b, 0.0)
-    module_a = m.variant("enc", a).module
+    weights_a = _flat(m.variant("enc", a).module)
     m.promote_best("enc")                      # a becomes current; new round
     c = m.mutate("enc")                        # pool full: evicts an old one (b, the worst... or v0)
     assert (a, c) == ("enc_v1", "enc_v3")
-    assert m.variant("enc", a).module is module_a   # same id -> same variant, whatever the order
+    assert torch.equal(_flat(m.variant("enc", a).module), weights_a)  # same id -> same variant, whatever the order
     m.update_score("enc", a, 1.0)
     assert m.variant("enc", a).score == pytest.approx(3.0)  # running mean of 5 and 1
     assert m.variant("enc", a).n_evaluations == 2
@@ -113,12 +113,52 @@ def test_promote_installs_dotted_path():
     assert outer.body.encoder is m.variant("enc", v).module
 
 
-def test_register_without_host_returns_module():
+def test_seed_call_shape_installs_the_winner_in_place():
+    """The seed's own calls (000: ``register("encoder", encoder_module)``, ``mutate``,
+    ``update_score``, ``promote_best``): the registered module itself now holds the winner's
+    weights and buffers, so a host that holds it runs the winner."""
+    torch.manual_seed(0)
+    encoder_module = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    host = nn.Sequential(encoder_module, nn.Linear(4, 1))           # a holder of the module
+    before = copy.deepcopy(encoder_module.state_dict())
+    mutator = tm.ToolMutator(mutation_rate=1.0, mutation_scale=0.5, rng=0)
+    mutator.register("encoder", encoder_module)
+    ids = [mutator.mutate("encoder") for _ in range(3)]
+    for k, variant_id in enumerate(ids):
+        mutator.update_score("encoder", variant_id, float(k == 1))   # the second mutant wins
+    with torch.no_grad():                                            # a winner's buffer differs too
+        mutator.variant("encoder", ids[1]).module[1].running_mean.fill_(0.25)
+    winner = copy.deepcopy(mutator.variant("encoder", ids[1]).module.state_dict())
+    returned = mutator.promote_best("encoder")
+    assert returned is encoder_module and host[0] is encoder_module  # same object, new values
+    after = encoder_module.state_dict()
+    assert all(torch.equal(after[k], winner[k]) for k in winner)
+    assert not torch.equal(after["0.weight"], before["0.weight"])
+    assert torch.equal(after["1.running_mean"], torch.full((4,), 0.25))
+    x = torch.randn(5, 3)
+    host.eval()
+    ref = nn.Sequential(copy.deepcopy(mutator.variant("encoder", ids[1]).module), host[1]).eval()
+    assert torch.equal(host(x), ref(x))                              # the holder runs the winner
+    assert mutator.current("encoder").id == ids[1]
+    old = mutator.variant("encoder", "encoder_v0").module            # the old version kept its values
+    assert old is not encoder_module
+    assert all(torch.equal(old.state_dict()[k], before[k]) for k in before)
+    assert encoder_module[0].weight.requires_grad                   # still trainable in place
+
+
+def test_free_standing_promotion_back_and_forth_keeps_values():
     m = _mutator()
-    m.register("t", nn.Linear(2, 2))
-    v = m.mutate("t")
-    m.update_score("t", v, 1.0)
-    assert m.promote_best("t") is m.variant("t", v).module
+    lin = nn.Linear(2, 2)
+    v0 = {k: t.clone() for k, t in lin.state_dict().items()}
+    m.register("t", lin)
+    v1 = m.mutate("t")
+    w1 = {k: t.clone() for k, t in m.variant("t", v1).module.state_dict().items()}
+    m.promote("t", v1)
+    assert all(torch.equal(lin.state_dict()[k], w1[k]) for k in w1)
+    m.promote("t", "t_v0")                                           # back to the registered values
+    assert m.variant("t", "t_v0").module is lin
+    assert all(torch.equal(lin.state_dict()[k], v0[k]) for k in v0)
+    assert all(torch.equal(m.variant("t", v1).module.state_dict()[k], w1[k]) for k in w1)
 
 
 # --- defect: unevaluated variants ranked as score 0 ------------------------------------------------
