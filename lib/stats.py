@@ -42,6 +42,7 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
     n ≤ 16 pairs all 2ⁿ sign patterns are enumerated (exact p); otherwise ``n_perm`` random sign
     flips are drawn with ``default_rng(seed)`` and p = (1 + #{|mean(±d)| ≥ |mean(d)|}) / (1 + n_perm),
     which never reports an impossible p = 0. Exact: p = P(|mean(±d)| ≥ |mean(d)|).
+    One pair admits no test (its two sign patterns always tie): p is NaN, not 1.
 
     Returns:
         ``{"n", "effect" (mean difference a - b), "p", "test", "exact"}``.
@@ -54,6 +55,9 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
     d = a - b
     obs = abs(d.mean())
     n = d.size
+    if n == 1:
+        return {"n": 1, "effect": float(d[0]), "p": float("nan"), "test": "none (one pair: no test)",
+                "exact": True}
     if n <= 16:
         signs = np.array(list(product((1.0, -1.0), repeat=n)))
         exact = True
@@ -100,3 +104,47 @@ def compare_to(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "
         rows.append({group: lvl, "reference": reference, "n": t["n"], "effect": t["effect"],
                      "p": t["p"], "test": t["test"]})
     return pd.DataFrame(rows)
+
+
+MIN_CI_N = 3  # fewer values than this: figures show the points, not a "95 % CI"
+
+
+def paired_differences(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "seed",
+                       value: str = "value", by: list[str] | None = None, seed: int = 0,
+                       level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-pair differences ``value[level] - value[reference]`` and their summary.
+
+    ``df`` holds one row per (``by``…, group, pair_on); only pairs present in both levels are used.
+
+    Returns:
+        ``(points, summary)``: ``points`` has one row per (``by``…, group, pair_on) with the difference in
+        ``diff``; ``summary`` one row per (``by``…, group) with ``n``, ``mean`` (mean difference), the
+        bootstrap CI ``lo, hi`` of that mean (NaN when n < :data:`MIN_CI_N`) and the paired permutation
+        ``p`` (NaN when n = 1).
+    """
+    by = list(by or [])
+    pts, summ = [], []
+    groups = df.groupby(by, sort=True) if by else [((), df)]
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        wide = part.pivot_table(index=pair_on, columns=group, values=value, aggfunc="mean")
+        if reference not in wide:
+            raise ValueError(f"reference {reference!r} not among {list(wide.columns)}")
+        for lvl in wide.columns:
+            if lvl == reference:
+                continue
+            both = wide[[lvl, reference]].dropna()
+            if both.empty:
+                continue
+            d = both[lvl] - both[reference]
+            for k, v in d.items():
+                pts.append({**dict(zip(by, key)), group: lvl, pair_on: k, "diff": float(v)})
+            t = paired_permutation_test(both[lvl].to_numpy(), both[reference].to_numpy(), seed=seed)
+            m, lo, hi = bootstrap_ci(d.to_numpy(), seed=seed, level=level)
+            if len(d) < MIN_CI_N:
+                lo = hi = float("nan")
+            summ.append({**dict(zip(by, key)), group: lvl, "reference": reference, "n": int(len(d)),
+                         "mean": m, "lo": lo, "hi": hi, "p": t["p"]})
+    cols_p = [*by, group, pair_on, "diff"]
+    cols_s = [*by, group, "reference", "n", "mean", "lo", "hi", "p"]
+    return pd.DataFrame(pts, columns=cols_p), pd.DataFrame(summ, columns=cols_s)
