@@ -178,3 +178,85 @@ def test_no_grounding_trajectory_ignores_the_verifier(tiny_base, tmp_path):
     # the grounded arm, by contrast, does depend on its verifier
     sa, sb = a[a.arm == "full"].score.to_numpy(), b[b.arm == "full"].score.to_numpy()
     assert not np.allclose(np.nan_to_num(sa), np.nan_to_num(sb))
+
+
+# ----------------------------------------------------------------------------- review defects (issue 10)
+
+
+def test_arm_modifiers_parse_and_share_random_numbers(tmp_path):
+    assert society.parse_arm("full@e1", 0.5) == {"name": "full", "g": 0.5, "elitism": 1}
+    assert society.parse_arm("no_grounding@g0@e2", 0.5, 0) == {"name": "no_grounding", "g": 0.0, "elitism": 2}
+    assert society.arm_settings("full@e1", 0.5)["elitism"] == 1
+    with pytest.raises(ValueError, match="full@x1"):
+        society.parse_arm("full@x1", 0.5)
+    with pytest.raises(ConfigError, match=r"elitism \(3\)"):
+        cfg_with(tmp_path, arms=["full@e3"])
+    assert society.generation_rng(2, "full@e1", 4).random() == society.generation_rng(2, "full", 4).random()
+
+
+def test_child_seeds_are_independent_across_replicates():
+    # the seed's formula seed*31 + t*N + c collides: seed 0 at t=5, c=1 equals seed 1 at t=0, c=0 (N=6)
+    assert 0 * 31 + 5 * 6 + 1 == 1 * 31 + 0 * 6 + 0
+    grid = {s: {society.child_seed(s, "full", t, c) for t in range(8) for c in range(6)} for s in range(6)}
+    assert all(len(v) == 48 for v in grid.values())
+    assert all(not (grid[a] & grid[b]) for a in grid for b in grid if a < b)
+    assert society.child_seed(0, "full@e1", 3, 2) == society.child_seed(0, "full", 3, 2)
+    assert society.child_seed(0, "full", 3, 2) != society.child_seed(0, "no_sex", 3, 2)
+
+
+def test_conformity_and_inheritance_pools_are_disjoint(tmp_path):
+    cfg = cfg_with(tmp_path, n_conf=60, n_inherit=240)
+    for seed in (0, 1):
+        for t in (0, 3):
+            conf = {x.prompt for x in society.conf_pool(cfg, seed, t)}
+            inh = society.inherit_pool(cfg, seed, t)
+            assert len(inh) == 240 and not conf & {x.prompt for x in inh}
+            assert all(x.family == f for f, k in zip(cfg["families"], range(3)) for x in inh[80 * k:80 * (k + 1)])
+
+
+def test_elites_are_the_top_scores_not_the_first_parents():
+    assert society.elite_indices(np.array([0.1, 0.9, 0.5, 0.9]), 2) == [1, 3]
+    assert society.elite_indices(np.array([0.3, 0.2]), 0) == []
+
+
+def test_tiny_base_always_runs_in_float32(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert society.base_dtype({"base_model": "tiny", "dtype": "auto"}) == "fp32"
+    assert society.base_dtype({"base_model": "tiny", "dtype": "bf16"}) == "fp32"
+    assert society.base_dtype({"base_model": "smollm2-135m", "dtype": "auto"}) == "bf16"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert society.base_dtype({"base_model": "smollm2-135m", "dtype": "auto"}) == "fp32"
+
+
+def test_founders_are_reused_only_with_the_same_settings(tiny_base, tmp_path):
+    cfg = cfg_with(tmp_path, spec_train=16)
+    a = society.ensure_founders(tiny_base, cfg, 0)
+    stamp = [(d / "adapter_model.safetensors").stat().st_mtime_ns for d in a]
+    assert society.ensure_founders(tiny_base, cfg, 0) == a  # same settings: reused, not retrained
+    assert [(d / "adapter_model.safetensors").stat().st_mtime_ns for d in a] == stamp
+    import json
+    assert json.loads((a[0].parent / "settings.json").read_text())["spec_train"] == 16
+    for change in ({"spec_train": 24}, {"lr": 0.002}, {"lora": {"r": 8, "alpha": 16}},
+                   {"lora": {"r": 16, "alpha": 32, "targets": ["q_proj", "k_proj"]}}):
+        b = society.ensure_founders(tiny_base, cfg_with(tmp_path, **{"spec_train": 16, **change}), 0)
+        assert b[0].parent != a[0].parent, change  # another folder: stale founders never reused
+
+
+def test_run_keeps_the_last_population_and_writes_the_diagnostics(tiny_base, tmp_path):
+    cfg = cfg_with(tmp_path, arms=["full@e1", "no_sex"], generations=3)
+    df = society.run_experiment(cfg, folder=tmp_path / "data", base=tiny_base)
+    last = tmp_path / "runs" / "s0" / "full@e1" / "gen2"
+    assert sorted(p.name for p in last.iterdir()) == ["agent1", "agent2", "elite0"]
+    assert not (tmp_path / "runs" / "s0" / "full@e1" / "gen1").exists()  # intermediate ones dropped
+    e = df[df.arm == "full@e1"]
+    for t in (1, 2):  # the elite of generation t is the top scorer of t-1
+        prev = e[(e.generation == t - 1) & (e.metric == "val_overall")]
+        top = int(prev.sort_values(["score", "agent"], ascending=[False, True]).agent.iloc[0])
+        code = e[(e.generation == t) & (e.agent == 0) & (e.metric == "parents")].value.item()
+        assert code == top * 101
+    m = set(e.metric)
+    assert {"val_half_a", "val_half_b", "base_test_lists", "elite", "inherit_n", "source_test_overall",
+            "merge_winner", "merge_gain_val"} <= m
+    assert "merge_winner" not in set(df[df.arm == "no_sex"].metric)
+    w = society.generation_walls(cfg, tmp_path / "data")
+    assert {"evaluate", "train"} <= set(w.columns) and (w.wall_s > 0).all()

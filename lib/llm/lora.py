@@ -1,6 +1,7 @@
 """LoRA agents on a frozen base: create, train (SFT on answers), save, check and load adapters.
 
-An agent is a LoRA adapter (attention ``q_proj``/``v_proj``, rank ``r``, ``alpha``, no dropout)
+An agent is a LoRA adapter (on ``targets``: the seed's attention ``q_proj``/``v_proj`` by default,
+or all seven linear modules of a Llama block, :data:`ALL_LINEAR`; rank ``r``, ``alpha``, no dropout)
 attached under a name to the one peft model that wraps the base. The base never changes: its
 weights are frozen and adapters are attached and removed, never the model reloaded.
 
@@ -21,7 +22,8 @@ import numpy as np
 
 from ..tasks import Task, make_tasks
 
-TARGETS = ("q_proj", "v_proj")
+TARGETS = ("q_proj", "v_proj")  # the seed's attention-only LoRA
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 IDLE = "_idle"  # a zero adapter that keeps the peft wrapper alive while agents come and go
 FILES = ("adapter_config.json", "adapter_model.safetensors")
 
@@ -30,9 +32,9 @@ class CorruptAdapterError(RuntimeError):
     """An adapter folder that is missing, incomplete or unreadable; the message names the file."""
 
 
-def lora_config(r: int = 16, alpha: int = 32):
+def lora_config(r: int = 16, alpha: int = 32, targets=TARGETS):
     from peft import LoraConfig
-    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(TARGETS),
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets),
                       bias="none", task_type="CAUSAL_LM")
 
 
@@ -65,14 +67,15 @@ def remove_all(base) -> None:
         remove_adapter(base, n)
 
 
-def new_adapter(base, name: str, *, r: int = 16, alpha: int = 32, seed: int = 0) -> None:
-    """Attach a fresh LoRA ``name``; its initial A is drawn from ``torch.manual_seed(seed)`` (B = 0)."""
+def new_adapter(base, name: str, *, r: int = 16, alpha: int = 32, seed: int = 0, targets=TARGETS) -> None:
+    """Attach a fresh LoRA ``name`` on the ``targets`` modules; its initial A is drawn from
+    ``torch.manual_seed(seed)`` (B = 0)."""
     import torch
     ensure_peft(base)
     if name in base.model.peft_config:
         remove_adapter(base, name)
     torch.manual_seed(seed)
-    base.model.add_adapter(name, lora_config(r, alpha))
+    base.model.add_adapter(name, lora_config(r, alpha, targets))
 
 
 def adapter_params(base, name: str) -> list:
@@ -205,9 +208,9 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
                         r: int = 16, alpha: int = 32, lr: float = 3e-3, batch_size: int = 16,
-                        name: str = "_train") -> Path:
+                        targets=TARGETS, name: str = "_train") -> Path:
     """A fresh LoRA trained on ``tasks`` and saved to ``path`` (then detached)."""
-    new_adapter(base, name, r=r, alpha=alpha, seed=seed)
+    new_adapter(base, name, r=r, alpha=alpha, seed=seed, targets=targets)
     train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=lr, batch_size=batch_size)
     save_adapter(base, name, path)
     remove_adapter(base, name)
@@ -221,7 +224,7 @@ def specialist_tasks(family: str, n_train: int, seed: int, hard: bool = False) -
 
 def train_specialist(base, family: str, path: str | Path, *, n_train: int = 300, epochs: int = 2,
                      seed: int = 0, hard: bool = False, r: int = 16, alpha: int = 32, lr: float = 3e-3,
-                     batch_size: int = 16) -> Path:
+                     batch_size: int = 16, targets=TARGETS) -> Path:
     """A per-family LoRA specialist: SFT on ``n_train`` verified tasks of ``family`` (a founder)."""
     return train_lora_on_tasks(base, specialist_tasks(family, n_train, seed, hard), path, epochs=epochs,
-                               seed=seed, r=r, alpha=alpha, lr=lr, batch_size=batch_size)
+                               seed=seed, r=r, alpha=alpha, lr=lr, batch_size=batch_size, targets=targets)

@@ -36,6 +36,7 @@ import json
 import shutil
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -56,6 +57,20 @@ COLUMNS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conf
 KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS}
 MIN_INHERIT = 8  # fewer usable answers than this: the child is a copy of its source
 
+# Metrics written besides the seed's (test_<family>, test_overall, val_overall, consensus_acc,
+# diversity_behav, parents); rows about a child's birth carry the child's generation t+1.
+DIAGNOSTICS = {
+    "val_half_a": "val accuracy on the even-indexed val tasks (split-half reliability of the signal)",
+    "val_half_b": "val accuracy on the odd-indexed val tasks",
+    "base_test_<family>": "the bare base on the test pool (agent -1, generation 0 only)",
+    "elite": "1 for an agent copied unchanged from the previous generation (its parents row is e*100+e)",
+    "inherit_n": "usable (parsed) answers the child was trained on (< 8: the child is a copy)",
+    "source_test_overall": "test accuracy of the child's source at t: the winning merge, or the copied parent",
+    "source_val_overall": "val accuracy of the child's source at t",
+    "merge_winner": "index of the screened winner among the n_candidates merges (0 = plain average)",
+    "merge_gain_val": "winner's val accuracy minus its two parents' mean val accuracy",
+}
+
 SCHEMA = {
     "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
     "families": Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"),
@@ -70,7 +85,8 @@ SCHEMA = {
     "n_inherit": Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"),
     "n_candidates": Field(int, 6, min=1, doc="merge-weight candidates screened per pair"),
     "epochs": Field(int, 2, min=1, doc="child SFT epochs"),
-    "elitism": Field(int, 0, min=0, doc="top parents copied unchanged into the next generation"),
+    "elitism": Field(int, 0, min=0, doc="top-scoring agents copied unchanged into the next generation "
+                                         "(an arm may override it: <arm>@e<count>)"),
     "n_parents": Field(int, 0, min=0, doc="parents per generation; 0 = max(2, agents // 2)"),
     "spec_train": Field(int, 300, min=1, doc="founder specialist training tasks"),
     "spec_epochs": Field(int, 2, min=1, doc="founder specialist epochs"),
@@ -78,11 +94,12 @@ SCHEMA = {
     "keep_all_adapters": Field(bool, False, doc="keep every generation's adapters (else only the latest)"),
     "seed": Field(int, 0, doc="seed (when seeds is empty)"),
     "seeds": Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)"),
-    "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r and alpha"),
+    "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"),
     "lr": Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"),
     "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
     "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
-    "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"), doc="base dtype (auto: bf16 on CUDA)"),
+    "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
+                   doc="base dtype (auto: bf16 on CUDA, else fp32; the tiny base always runs in fp32)"),
     "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
 }
 SHARD_KEYS = ("arms", "seeds", "seed")  # which shards to run; not part of what the data means
@@ -91,23 +108,40 @@ SHARD_KEYS = ("arms", "seeds", "seed")  # which shards to run; not part of what 
 # ----------------------------------------------------------------------------- config
 
 
+def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
+    """An arm name with optional modifiers: ``<arm>[@g<value>][@e<count>]``.
+
+    ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism}``; ``"full@g0.25"`` runs the arm at
+    its own grounding knob (the grounding-knob sweep, configs/society_g_sweep/); ``"full@e1"`` with
+    its own number of elites (the elitism comparison). Raises ``ValueError`` on a malformed name.
+    """
+    name, *mods = arm.split("@")
+    out = {"name": name, "g": float(g), "elitism": int(elitism)}
+    for m in mods:
+        try:
+            if m[:1] == "g":
+                out["g"] = float(m[1:])
+            elif m[:1] == "e":
+                out["elitism"] = int(m[1:])
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>], e.g. full@g0.25 "
+                             f"or full@e1") from None
+    return out
+
+
 def split_arm(arm: str, g: float) -> tuple[str, float]:
-    """``"full"`` → ``("full", g)``; ``"full@g0.25"`` → ``("full", 0.25)``: an arm run at its own
-    grounding knob (used by the grounding-knob sweep, configs/society_g_sweep/)."""
-    name, sep, rest = arm.partition("@g")
-    if not sep:
-        return arm, float(g)
-    try:
-        return name, float(rest)
-    except ValueError:
-        raise ValueError(f"arm {arm!r}: expected <arm>@g<number>, e.g. full@g0.25") from None
+    """``"full@g0.25"`` → ``("full", 0.25)`` (see :func:`parse_arm`)."""
+    p = parse_arm(arm, g)
+    return p["name"], p["g"]
 
 
-def arm_settings(arm: str, g: float) -> dict:
-    """:func:`lib.operators.arm_settings` for ``arm`` or ``arm@g<value>``."""
+def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
+    """:func:`lib.operators.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
     from ..operators import arm_settings as _settings
-    name, g = split_arm(arm, g)
-    return _settings(name, g)
+    p = parse_arm(arm, g, elitism)
+    return {**_settings(p["name"], p["g"]), "elitism": p["elitism"]}
 
 
 def _checks(cfg: dict) -> list[str]:
@@ -117,13 +151,14 @@ def _checks(cfg: dict) -> list[str]:
         return [f"kind: {cfg['kind']!r} is not a society kind; use one of {list(KINDS)}"]
     def ok(a):
         try:
-            name, g = split_arm(a, cfg["g"])
+            p = parse_arm(a, cfg["g"], cfg["elitism"])
         except ValueError:
             return False
-        return name in allowed and 0.0 <= g <= 1.0
+        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0
     bad = [a for a in cfg["arms"] if not ok(a)]
     if bad or not cfg["arms"]:
-        errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} (or <arm>@g<value in [0, 1]>)")
+        errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
+                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>)")
     if len(set(cfg["arms"])) != len(cfg["arms"]):
         errs.append(f"arms: duplicates in {cfg['arms']}")
     if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
@@ -133,15 +168,20 @@ def _checks(cfg: dict) -> list[str]:
         errs.append(f"n_parents ({P}) > agents ({N})")
     if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in cfg["arms"] if ok(a)):
         errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
-    if cfg["elitism"] > min(P, N - 1):
-        errs.append(f"elitism ({cfg['elitism']}) must be <= n_parents ({P}) and < agents ({N})")
+    for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in cfg["arms"] if ok(a)} | {cfg["elitism"]}):
+        if e > min(P, N - 1):
+            errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
     nf = len(cfg["families"])
     for k in ("n_conf", "n_inherit"):
         if cfg[k] < nf:
             errs.append(f"{k} ({cfg[k]}) must be >= the number of families ({nf})")
-    extra = set(cfg["lora"]) - {"r", "alpha"}
+    extra = set(cfg["lora"]) - {"r", "alpha", "targets"}
     if extra or not all(isinstance(cfg["lora"].get(k, 1), int) and cfg["lora"].get(k, 1) > 0 for k in ("r", "alpha")):
-        errs.append(f"lora: only positive ints r and alpha allowed, got {cfg['lora']}")
+        errs.append(f"lora: only positive ints r and alpha (and a list targets) allowed, got {cfg['lora']}")
+    from .lora import ALL_LINEAR
+    tg = cfg["lora"].get("targets", ["q_proj", "v_proj"])
+    if not isinstance(tg, list) or not tg or any(t not in ALL_LINEAR for t in tg):
+        errs.append(f"lora.targets: {tg!r}; choose a non-empty list from {list(ALL_LINEAR)}")
     if cfg["adapters_dir"]:
         p = Path(cfg["adapters_dir"])
         p = (p if p.is_absolute() else REPO_ROOT / p).resolve()
@@ -183,6 +223,24 @@ def adapters_root(cfg: dict) -> Path:
     return runs_dir(cfg["scale"], cfg["experiment"])
 
 
+def lora_kw(cfg: dict) -> dict:
+    """Keyword arguments of every LoRA this config trains (founders and children)."""
+    lo = cfg["lora"]
+    return {"r": lo.get("r", 16), "alpha": lo.get("alpha", 32), "targets": tuple(lo.get("targets", ("q_proj", "v_proj"))),
+            "lr": cfg["lr"], "batch_size": cfg["batch_size"]}
+
+
+def base_dtype(cfg: dict) -> str:
+    """The dtype the base runs in: ``tiny`` always fp32 (cpu-scale rows must not depend on whether
+    a GPU is present); otherwise ``dtype``, with ``auto`` = bf16 on CUDA, fp32 elsewhere."""
+    import torch
+    if cfg["base_model"] == "tiny":
+        return "fp32"
+    if cfg["dtype"] == "auto":
+        return "bf16" if torch.cuda.is_available() else "fp32"
+    return cfg["dtype"]
+
+
 def merge_method(cfg: dict, arm: str) -> str | None:
     """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
     sex = arm_settings(arm, cfg["g"])["sex"]
@@ -215,39 +273,125 @@ def fitness(outputs, tasks, families, verifier: Verifier = verify) -> dict:
     return res
 
 
+def _stream(seed: int, arm: str, *keys: int) -> np.random.SeedSequence:
+    """The seed sequence of one (seed, arm, ...) draw. Modifiers (``@g``, ``@e``) are dropped, so
+    the variants of one arm share their random numbers (common random numbers: paired contrasts)."""
+    name = arm.split("@")[0]
+    return np.random.SeedSequence([seed, zlib.crc32(name.encode()), *keys])
+
+
 def generation_rng(seed: int, arm: str, t: int) -> np.random.Generator:
     """The rng of generation ``t`` of one (arm, seed): reconstructible on resume."""
-    name = arm.partition("@g")[0]  # every g of one arm shares its stream (common random numbers)
-    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode()), t]))
+    return np.random.default_rng(_stream(seed, arm, t))
+
+
+def child_seed(seed: int, arm: str, t: int, c: int) -> int:
+    """Training seed of child ``c`` born at generation ``t`` (its LoRA init and data order).
+
+    Deviation from the seed (``seed*31 + t*N + c``, which collides across replicates: seed 0 at
+    t=5, c=1 equals seed 1 at t=0, c=0): a hash of ``(seed, arm, t, c)``, so replicates are
+    independent while the variants of one arm share it.
+    """
+    return int(_stream(seed, arm, t, c, 1).generate_state(1)[0] % (2**31 - 1))
+
+
+def _pool_seed(seed: int, t: int, i: int, tag: int) -> int:
+    return int(np.random.SeedSequence([seed, t, i, tag]).generate_state(1)[0] % (2**31 - 1))
 
 
 def conf_pool(cfg, seed: int, t: int) -> list[Task]:
+    """Conformity pool of generation ``t`` (fresh each generation, ``n_conf`` split over families)."""
     fams = cfg["families"]
-    return sum([make_tasks(f, cfg["n_conf"] // len(fams), seed=seed * 7919 + t * 13 + i, hard=cfg["hard"])
+    return sum([make_tasks(f, cfg["n_conf"] // len(fams), seed=_pool_seed(seed, t, i, 1), hard=cfg["hard"])
                 for i, f in enumerate(fams)], [])
 
 
 def inherit_pool(cfg, seed: int, t: int) -> list[Task]:
-    fams = cfg["families"]
-    return sum([make_tasks(f, cfg["n_inherit"] // len(fams), seed=seed * 104729 + t * 17 + i, hard=cfg["hard"])
-                for i, f in enumerate(fams)], [])
+    """Inheritance pool of generation ``t``: ``n_inherit`` tasks split over families, none of whose
+    prompts is in that generation's conformity pool.
+
+    Deviation from the seed (seeds ``seed*7919 + t*13 + i`` and ``seed*104729 + t*17 + i``, equal
+    for seed 0 at t = 0, so the two pools started with the same tasks): independent streams, and
+    prompts of the conformity pool are skipped (the easy task space is small enough for chance
+    repeats). Repeats within a pool are kept, as in the seed.
+    """
+    fams, k = cfg["families"], cfg["n_inherit"] // len(cfg["families"])
+    taken = {x.prompt for x in conf_pool(cfg, seed, t)}
+    out = []
+    for i, f in enumerate(fams):
+        m = k
+        while True:  # draw more until k tasks outside the conformity pool are found (a prefix grows)
+            cand = [x for x in make_tasks(f, m, seed=_pool_seed(seed, t, i, 2), hard=cfg["hard"])
+                    if x.prompt not in taken]
+            if len(cand) >= k or m > 50 * k:
+                break
+            m *= 2
+        out += cand[:k]
+    return out
+
+
+def founder_settings(base, cfg: dict, seed: int) -> dict:
+    """Everything a founder adapter depends on; founders are reused only when this matches."""
+    return {"base_model": cfg["base_model"], "base": base_fingerprint(base), "families": cfg["families"],
+            "agents": cfg["agents"], "spec_train": cfg["spec_train"], "spec_epochs": cfg["spec_epochs"],
+            "hard": cfg["hard"], "seed": seed, **{k: (list(v) if isinstance(v, tuple) else v)
+                                                   for k, v in lora_kw(cfg).items()}}
+
+
+def base_fingerprint(base) -> str:
+    """A short hash of the base's weights (founders trained on another base are never reused)."""
+    import hashlib
+    fp = getattr(base, "_fingerprint", None)
+    if fp is None:
+        h = hashlib.sha256()
+        for n, p in sorted(base_named_parameters(base)):
+            h.update(n.encode())
+            h.update(p.detach().float().cpu().numpy().tobytes())
+        fp = h.hexdigest()[:16]
+        base._fingerprint = fp
+    return fp
+
+
+def base_named_parameters(base):
+    """The base's own parameters (no LoRA), whether or not the peft wrapper is in place."""
+    return [(n.replace("base_model.model.", "").replace(".base_layer", ""), p)
+            for n, p in base.model.named_parameters() if "lora_" not in n]
+
+
+def founders_dir(base, cfg: dict, seed: int) -> Path:
+    """``<adapters>/s<seed>/founders-<hash>/``: one folder per distinct founder setting."""
+    from ..config import config_hash
+    return adapters_root(cfg) / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
 
 
 def ensure_founders(base, cfg: dict, seed: int) -> list[Path]:
-    """Gen-0 founders: light per-family LoRA specialists, shared by all arms of ``seed``."""
+    """Gen-0 founders: per-family LoRA specialists (agent ``i`` on family ``i mod F``), shared by all
+    arms of ``seed`` and by every experiment with the same founder settings.
+
+    They live in a folder named by the hash of :func:`founder_settings`, which is also written
+    beside them (``settings.json``): changing the base, the LoRA or the founders' training never
+    reuses stale founders.
+    """
     from .lora import check_adapter_dir, train_specialist
     fams, out = cfg["families"], []
+    root = founders_dir(base, cfg, seed)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "settings.json").write_text(json.dumps(founder_settings(base, cfg, seed), indent=2) + "\n")
     for i in range(cfg["agents"]):
         fam = fams[i % len(fams)]
-        d = adapters_root(cfg) / f"s{seed}" / "founders" / f"agent{i}_{fam}"
+        d = root / f"agent{i}_{fam}"
         if d.exists():
             check_adapter_dir(d)
         else:
             train_specialist(base, fam, d, n_train=cfg["spec_train"], epochs=cfg["spec_epochs"],
-                             seed=seed * 100 + i, hard=cfg["hard"], r=cfg["lora"].get("r", 16),
-                             alpha=cfg["lora"].get("alpha", 32), lr=cfg["lr"], batch_size=cfg["batch_size"])
+                             seed=seed * 100 + i, hard=cfg["hard"], **lora_kw(cfg))
         out.append(d)
     return out
+
+
+def founder_family(cfg: dict, agent: int) -> str:
+    """The family founder ``agent`` specialises in."""
+    return cfg["families"][agent % len(cfg["families"])]
 
 
 def _row(cfg, arm, seed, t, agent, selected, conformity, score, metric, value) -> dict:
@@ -263,72 +407,109 @@ class Interrupted(RuntimeError):
 # ----------------------------------------------------------------------------- the loop
 
 
+class PhaseClock:
+    """Wall seconds per named phase of one generation: ``with clock("train"): ...``."""
+
+    def __init__(self):
+        self.s: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.s[phase] = self.s.get(phase, 0.0) + time.perf_counter() - t0
+
+    def rounded(self) -> dict:
+        return {k: round(v, 3) for k, v in self.s.items()}
+
+
+def elite_indices(scores: np.ndarray, k: int) -> list[int]:
+    """The ``k`` top-scoring agents (ties → lower index), as the seed's comment says: the elites are
+    the best by score, not the first parents in quality-diversity order."""
+    return [int(i) for i in np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]]
+
+
 def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
               interrupt_after: int | None = None, progress=None) -> list[float]:
     """Run (or resume) one (arm, seed) of the society; returns the wall seconds of each generation run.
 
     ``verifier(output, task) -> bool`` is the grounded signal; reporting uses it in every arm, the
-    loop only where ``g > 0``.
+    loop only where ``g > 0``. Besides the seed's metrics, each generation writes the diagnostics of
+    the operators (see :data:`DIAGNOSTICS`).
     """
-    from .generate import generate_agents
+    from .generate import BASE_ROW, generate_agents
     from .lora import copy_adapter, load_adapter, remove_all, train_lora_on_tasks
     from .merge import merge_adapters
 
     fams, N, G = cfg["families"], cfg["agents"], cfg["generations"]
-    s = arm_settings(arm, cfg["g"])
+    s = arm_settings(arm, cfg["g"], cfg["elitism"])
     method = merge_method(cfg, arm)
-    P, elitism, n_cand = n_parents(cfg), cfg["elitism"], cfg["n_candidates"]
-    r, alpha = cfg["lora"].get("r", 16), cfg["lora"].get("alpha", 32)
+    P, elitism, n_cand = n_parents(cfg), s["elitism"], cfg["n_candidates"]
+    lkw = lora_kw(cfg)
     gkw = {"hard": cfg["hard"], "batch_size": cfg["gen_batch"]}
     root = adapters_root(cfg) / f"s{seed}"
     shard = shard_path(folder, arm, seed)
+    nan = float("nan")
 
     # fixed pools: test (reporting only), val (grounded selection signal + offspring screening)
     test = make_pool(fams, cfg["n_test"], 1000, hard=cfg["hard"])
     val = make_pool(fams, cfg["n_val"], 3000, hard=cfg["hard"])
+    test_p, val_p = [x.prompt for x in test], [x.prompt for x in val]
+    nt, nv = len(test), len(val)
+
+    def acc(outputs, tasks) -> dict:
+        return fitness(outputs, tasks, fams, verifier)
 
     done = resume_shard(shard, "generation")
     if done is None:
-        agents, pending, walls = ensure_founders(base, cfg, seed), [], []
+        agents, pending, walls, phases = ensure_founders(base, cfg, seed), [], [], []
     else:
         info = json.loads(progress_path(shard).read_text())
         if done >= G - 1:
             return []
         agents = [root / p for p in info["agents"]]
-        pending, walls = info["pending_rows"], info.get("gen_wall_s", [])
+        pending, walls, phases = info["pending_rows"], info.get("gen_wall_s", []), info.get("gen_phase_s", [])
     new_walls = []
 
     for t in range(0 if done is None else done + 1, G):
-        tic = time.time()
+        tic, clock = time.time(), PhaseClock()
         names = [f"t{t}a{i}" for i in range(N)]
         for n, d in zip(names, agents):
             load_adapter(base, n, d)
         cpool = conf_pool(cfg, seed, t)
         conf_prompts = [x.prompt for x in cpool]
 
-        # ---- produce & score: all agents answer test + val + conformity pool in shared batches
-        allp = [x.prompt for x in test] + [x.prompt for x in val] + conf_prompts
-        outs = generate_agents(base, allp, names, **gkw)
-        nt, nv = len(test), len(val)
-        fit_test = [fitness(o[:nt], test, fams, verifier) for o in outs]
-        fit_val = np.array([fitness(o[nt:nt + nv], val, fams, verifier)["overall"] for o in outs])
-        conf_outs = [o[nt + nv:] for o in outs]
-        consensus = consensus_answers(conf_outs)
-        conf = conformity_scores(conf_outs, consensus)
-        dist = behavioural_distance(conf_outs)
-        cons_acc = float(np.mean([verifier(c, x) for c, x in zip(consensus, cpool)]))
+        # ---- evaluate: all agents answer test + val + conformity pool in shared batches
+        with clock("evaluate"):
+            outs = generate_agents(base, test_p + val_p + conf_prompts, names, **gkw)
+            fit_test = [acc(o[:nt], test) for o in outs]
+            fit_val = np.array([acc(o[nt:nt + nv], val)["overall"] for o in outs])
+            halves = [(acc(o[nt:nt + nv:2], val[0::2])["overall"], acc(o[nt + 1:nt + nv:2], val[1::2])["overall"])
+                      for o in outs]  # split-half reliability of the selection signal
+            conf_outs = [o[nt + nv:] for o in outs]
+            consensus = consensus_answers(conf_outs)
+            conf = conformity_scores(conf_outs, consensus)
+            dist = behavioural_distance(conf_outs)
+            cons_acc = float(np.mean([verifier(c, x) for c, x in zip(consensus, cpool)]))
+            base_test = acc(generate_agents(base, test_p, [BASE_ROW], **gkw)[0], test) if t == 0 else None
+
+        # ---- select: score = g * fitness + (1 - g) * conformity; QD or top-P parents
         scores = conf.copy() if s["g"] == 0 else s["g"] * fit_val + (1.0 - s["g"]) * conf
         parents = select_parents(scores, dist, P, diversity=s["diversity"], lam=cfg["lam"])
 
-        rows = list(pending)  # "parents" rows of this generation (written with it)
+        rows = list(pending)  # rows about how this generation's agents were born (written with it)
         for i in range(N):
-            sel, c_i, sc_i = i in parents, float(conf[i]), float(scores[i])
-            rows += [_row(cfg, arm, seed, t, i, sel, c_i, sc_i, f"test_{k}", v) for k, v in fit_test[i].items()]
-            rows.append(_row(cfg, arm, seed, t, i, sel, c_i, sc_i, "val_overall", fit_val[i]))
-        nan = float("nan")
+            r = lambda metric, value, i=i: _row(cfg, arm, seed, t, i, i in parents, float(conf[i]),  # noqa: E731
+                                                float(scores[i]), metric, value)
+            rows += [r(f"test_{k}", v) for k, v in fit_test[i].items()]
+            rows += [r("val_overall", fit_val[i]), r("val_half_a", halves[i][0]), r("val_half_b", halves[i][1])]
         rows.append(_row(cfg, arm, seed, t, -1, False, nan, nan, "consensus_acc", cons_acc))
         rows.append(_row(cfg, arm, seed, t, -1, False, nan, nan, "diversity_behav",
                          dist[np.triu_indices(N, 1)].mean()))
+        if base_test is not None:  # the bare base on the test pool: the founders' reference
+            rows += [_row(cfg, arm, seed, t, -1, False, nan, nan, f"base_test_{k}", v) for k, v in base_test.items()]
 
         new_agents, pending = [], []
         if t < G - 1:
@@ -336,50 +517,71 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
             rng = generation_rng(seed, arm, t)
             ipool = inherit_pool(cfg, seed, t)
             iprompts = [x.prompt for x in ipool]
+            elites = elite_indices(scores, elitism)
             n_bred = N - elitism
-            sources: list[dict] = []
             if method is not None:
-                pairs = complementary_pairs(parents, dist, n_bred)
-                weights = [sample_merge_weights(2, n_cand, rng) for _ in pairs]
-                cands = []
-                for c, (pa, pb) in enumerate(pairs):
-                    for k in range(n_cand):
-                        cands.append(merge_adapters(base, [names[pa], names[pb]], weights[c][k].tolist(),
-                                                    f"t{t}c{c}k{k}", method))
-                if s["g"] > 0:  # grounded screening: verifier on val
-                    co = generate_agents(base, [x.prompt for x in val], cands, **gkw)
-                    v = [fitness(o, val, fams, verifier)["overall"] for o in co]
-                else:  # ungrounded screening: agreement with the consensus only
-                    co = generate_agents(base, conf_prompts, cands, **gkw)
-                    v = [agreement(o, consensus) for o in co]
-                best = [int(np.argmax(v[c * n_cand:(c + 1) * n_cand])) for c in range(len(pairs))]
-                winners = [f"t{t}c{c}k{b}" for c, b in enumerate(best)]
-                answers = generate_agents(base, iprompts, winners, **gkw)
-                sources = [{"parents": p, "answers": a} for p, a in zip(pairs, answers)]
+                with clock("screen"):
+                    pairs = complementary_pairs(parents, dist, n_bred)
+                    weights = [sample_merge_weights(2, n_cand, rng) for _ in pairs]
+                    cands = []
+                    for c, (pa, pb) in enumerate(pairs):
+                        for k in range(n_cand):
+                            cands.append(merge_adapters(base, [names[pa], names[pb]], weights[c][k].tolist(),
+                                                        f"t{t}c{c}k{k}", method))
+                    if s["g"] > 0:  # grounded screening: verifier on val
+                        co = generate_agents(base, val_p, cands, **gkw)
+                        v = [acc(o, val)["overall"] for o in co]
+                    else:  # ungrounded screening: agreement with the consensus only
+                        co = generate_agents(base, conf_prompts, cands, **gkw)
+                        v = [agreement(o, consensus) for o in co]
+                    best = [int(np.argmax(v[c * n_cand:(c + 1) * n_cand])) for c in range(len(pairs))]
+                    winners = [f"t{t}c{c}k{b}" for c, b in enumerate(best)]
+                with clock("inherit"):
+                    # the winners answer the inheritance pool, and the test (and, where screening did
+                    # not use it, val) pool for the diagnostics only
+                    extra = test_p + (val_p if s["g"] == 0 else [])
+                    wo = generate_agents(base, iprompts + extra, winners, **gkw)
+                sources = []
+                for c, ((pa, pb), o) in enumerate(zip(pairs, wo)):
+                    ni = len(iprompts)
+                    w_val = v[c * n_cand + best[c]] if s["g"] > 0 else acc(o[ni + nt:], val)["overall"]
+                    sources.append({"parents": (pa, pb), "answers": o[:ni],
+                                    "src_test": acc(o[ni:ni + nt], test)["overall"], "src_val": w_val,
+                                    "merge_winner": best[c], "merge_gain_val": w_val - (fit_val[pa] + fit_val[pb]) / 2})
             else:
                 src = [parents[c % len(parents)] for c in range(n_bred)]
                 uniq = sorted(set(src))
-                ans = dict(zip(uniq, generate_agents(base, iprompts, [names[p] for p in uniq], **gkw)))
-                sources = [{"parents": (p, p), "answers": ans[p]} for p in src]
+                with clock("inherit"):
+                    ans = dict(zip(uniq, generate_agents(base, iprompts, [names[p] for p in uniq], **gkw)))
+                sources = [{"parents": (p, p), "answers": ans[p], "src_test": fit_test[p]["overall"],
+                            "src_val": fit_val[p]} for p in src]
             remove_all(base)
 
             # ---- reproduce: elites copied; a fresh LoRA per child trained on its source's answers
             out = root / arm / f"gen{t + 1}"
-            for e in range(elitism):
-                new_agents.append(copy_adapter(agents[parents[e]], out / f"elite{e}"))
-                pending.append(_row(cfg, arm, seed, t + 1, e, False, nan, nan, "parents",
-                                    parents[e] * 100 + parents[e]))
-            for c, src in enumerate(sources, start=elitism):
-                data = [Task(x.family, x.prompt, answer_of(a)) for x, a in zip(ipool, src["answers"]) if answer_of(a)]
-                d = out / f"agent{c}"
-                if len(data) >= MIN_INHERIT:
-                    train_lora_on_tasks(base, data, d, epochs=cfg["epochs"], seed=seed * 31 + t * N + c,
-                                        r=r, alpha=alpha, lr=cfg["lr"], batch_size=cfg["batch_size"])
-                else:  # terminal degeneration: no usable answers, inherit the source unchanged
-                    copy_adapter(agents[src["parents"][0]], d)
-                new_agents.append(d)
-                pa, pb = src["parents"]
-                pending.append(_row(cfg, arm, seed, t + 1, c, False, nan, nan, "parents", pa * 100 + pb))
+            child = lambda c, metric, value: pending.append(  # noqa: E731
+                _row(cfg, arm, seed, t + 1, c, False, nan, nan, metric, value))
+            with clock("train"):
+                for j, e in enumerate(elites):
+                    new_agents.append(copy_adapter(agents[e], out / f"elite{j}"))
+                    child(j, "parents", e * 100 + e)
+                    child(j, "elite", 1.0)
+                for c, src in enumerate(sources, start=elitism):
+                    data = [Task(x.family, x.prompt, answer_of(a)) for x, a in zip(ipool, src["answers"]) if answer_of(a)]
+                    d = out / f"agent{c}"
+                    if len(data) >= MIN_INHERIT:
+                        train_lora_on_tasks(base, data, d, epochs=cfg["epochs"], seed=child_seed(seed, arm, t, c), **lkw)
+                    else:  # terminal degeneration: no usable answers, inherit the source unchanged
+                        copy_adapter(agents[src["parents"][0]], d)
+                    new_agents.append(d)
+                    pa, pb = src["parents"]
+                    child(c, "parents", pa * 100 + pb)
+                    child(c, "inherit_n", len(data))
+                    child(c, "source_test_overall", src["src_test"])
+                    child(c, "source_val_overall", src["src_val"])
+                    for k in ("merge_winner", "merge_gain_val"):
+                        if k in src:
+                            child(c, k, src[k])
         else:
             remove_all(base)
 
@@ -387,8 +589,10 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         new_walls.append(wall)
         append_rows(shard, rows, COLUMNS)
         mark_done(shard, t, agents=[str(Path(a).relative_to(root)) for a in new_agents],
-                  pending_rows=pending, gen_wall_s=walls + new_walls)
-        if not cfg["keep_all_adapters"] and t > 0:  # disk hygiene: drop generation t (founders kept)
+                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases + [clock.rounded()])
+        phases = phases + [clock.rounded()]
+        # disk hygiene: drop generation t once t+1 is saved (founders and the last population are kept)
+        if not cfg["keep_all_adapters"] and 0 < t < G - 1:
             for d in agents:
                 shutil.rmtree(d, ignore_errors=True)
             for d in {Path(a).parent for a in agents}:
@@ -469,8 +673,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     write_manifest(folder, core, started=started, wall_s=prev_wall, status="running", extra=extra())
     if base is None:
         from .models import load_base
-        dtype = ("bf16" if torch.cuda.is_available() else "fp32") if cfg["dtype"] == "auto" else cfg["dtype"]
-        base = load_base(cfg["base_model"], dtype=dtype)
+        base = load_base(cfg["base_model"], dtype=base_dtype(cfg))
     elif base.name != cfg["base_model"]:
         raise ValueError(f"base {base.name!r} given for a config of base_model {cfg['base_model']!r}")
     walls: dict[str, list[float]] = {}
@@ -487,13 +690,17 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
 
 
 def generation_walls(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
-    """Wall seconds of every generation of every shard (from the progress files)."""
+    """Wall seconds of every generation of every shard, with its phases (evaluate, screen, inherit,
+    train) where recorded (from the progress files)."""
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     out = []
     for a in cfg["arms"]:
         for s in seed_list(cfg):
             p = progress_path(shard_path(folder, a, s))
             if p.is_file():
-                for t, w in enumerate(json.loads(p.read_text()).get("gen_wall_s", [])):
-                    out.append({"arm": a, "seed": s, "generation": t, "wall_s": w})
+                info = json.loads(p.read_text())
+                ph = info.get("gen_phase_s", [])
+                for t, w in enumerate(info.get("gen_wall_s", [])):
+                    out.append({"arm": a, "seed": s, "generation": t, "wall_s": w,
+                                **(ph[t] if t < len(ph) else {})})
     return pd.DataFrame(out)
