@@ -463,8 +463,11 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         return fitness(outputs, tasks, fams, verifier)
 
     done = resume_shard(shard, "generation")
+    founders = PhaseClock()
     if done is None:
-        agents, pending, walls, phases = ensure_founders(base, cfg, seed), [], [], []
+        with founders("founders"):  # trained once per seed (0 s when another arm already did)
+            agents = ensure_founders(base, cfg, seed)
+        pending, walls, phases = [], [], []
     else:
         info = json.loads(progress_path(shard).read_text())
         if done >= G - 1:
@@ -474,7 +477,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     new_walls = []
 
     for t in range(0 if done is None else done + 1, G):
-        tic, clock = time.time(), PhaseClock()
+        tic, clock = time.time(), founders if t == 0 else PhaseClock()
         names = [f"t{t}a{i}" for i in range(N)]
         for n, d in zip(names, agents):
             load_adapter(base, n, d)

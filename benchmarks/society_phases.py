@@ -1,0 +1,63 @@
+"""Per-phase wall time of the society's generations at a given scale (one arm, one seed, real loop).
+
+Runs ``generations`` generations of one (arm, seed) of a society config into a temporary folder
+(adapters too) and prints, per generation, the seconds spent in each phase the loop records:
+
+- ``founders``: training the gen-0 specialists (once per seed, shared by all arms);
+- ``evaluate``: all agents answer the test + val + conformity pools (and the base, at t = 0);
+- ``screen``: the candidate merges answer the val pool (or the conformity pool, g = 0);
+- ``inherit``: the winners (or copied parents) answer the inheritance pool (+ diagnostics);
+- ``train``: a fresh LoRA per child on its source's answers (elites copied).
+
+The total of the whole sweep is estimated from these figures and printed with its assumptions.
+
+    python benchmarks/society_phases.py configs/society/cpu.yaml [--arm full] [--generations 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from lib.config import load_yaml
+from lib.llm import society
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--arm", default="full")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--generations", type=int, default=2)
+    args = ap.parse_args()
+    cfg = society.validate_config(load_yaml(args.config))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = {**cfg, "arms": [args.arm], "seeds": [args.seed], "generations": args.generations,
+               "adapters_dir": str(Path(tmp) / "runs")}
+        t0 = time.time()
+        society.run_experiment(run, folder=Path(tmp) / "data")
+        total = time.time() - t0
+        w = society.generation_walls(run, Path(tmp) / "data")
+    cols = [c for c in ("founders", "evaluate", "screen", "inherit", "train") if c in w]
+    pd.set_option("display.width", 140)
+    print(f"{args.config}: arm {args.arm}, seed {args.seed}, {args.generations} generations, "
+          f"torch threads 1, {os.cpu_count()} cores; {total:.1f} s in all (base load included)")
+    print(w[["generation", "wall_s", *cols]].round(2).to_string(index=False))
+    breeding = w[w.generation < args.generations - 1]
+    last = w[w.generation == args.generations - 1]
+    per_gen = float(breeding.wall_s.mean() - breeding.get("founders", pd.Series([0.0])).fillna(0).mean())
+    founders = float(w.get("founders", pd.Series([0.0])).fillna(0).sum())
+    G, arms, seeds = cfg["generations"], len(cfg["arms"]), len(society.seed_list(cfg))
+    est = seeds * founders + arms * seeds * ((G - 1) * per_gen + float(last.wall_s.mean()))
+    print(f"breeding generation {per_gen:.1f} s ({', '.join(f'{c} {breeding[c].mean():.1f}' for c in cols if c != 'founders')}); "
+          f"founders {founders:.1f} s per seed; evaluation-only last generation {float(last.wall_s.mean()):.1f} s")
+    print(f"estimate for {args.config}: {arms} arms x {seeds} seeds x {G} generations = {est / 60:.0f} core-minutes "
+          f"(~{est / 120:.0f} min on 2 cores with 2 sweep workers; arm '{args.arm}' costs stand for every arm)")
+
+
+if __name__ == "__main__":
+    main()
