@@ -17,8 +17,10 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from .errors import UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError, ValueError):
     """A config that cannot be run: the message names the key(s) and the allowed values."""
 
 

@@ -10,16 +10,26 @@ The config's ``kind`` names the runner. Every runner module exposes the same thr
 - ``shard_done(cfg) -> bool``: whether such a run's rows are all on disk (a sweep skips it);
 - optionally ``manifest_config(cfg) -> dict``: the config that identifies the data folder when the
   runs of several shards share it (without the keys that only choose shards).
+
+Before any work, :func:`preflight` checks what the user can get wrong and can be checked cheaply:
+the base model's files, a data folder holding another config's data, and (for ``cpu``/``paper``
+data that still has to be computed) a git tree with uncommitted changes. A user error is one line
+on stderr and exit status 2 (:func:`lib.errors.cli_main`); ``--allow-dirty`` allows a dirty tree
+and records ``allow_dirty: true`` in the manifest.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 from .config import ConfigError, load_yaml
+from .errors import DataMismatchError, cli_main
+from .manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
+from .paths import data_dir
 
 RUNNERS = {
     "operators": "lib.population",
@@ -51,19 +61,76 @@ def run(cfg: dict):
     return mod.run_experiment(mod.validate_config(cfg))
 
 
-def main(argv: list[str] | None = None) -> int:
+def folder_config(cfg: dict) -> dict:
+    """The config that identifies ``cfg``'s data folder (the runner's ``manifest_config``, else ``cfg``)."""
+    return getattr(runner(cfg["kind"]), "manifest_config", lambda c: c)(cfg)
+
+
+def check_folder(cfg: dict) -> None:
+    """Refuse (:class:`DataMismatchError`) a data folder whose manifest records another config.
+
+    Compares the manifest's config with :func:`folder_config` on the keys they share (so a folder
+    that shards of one sweep share is accepted for any of its shards).
+    """
+    folder = data_dir(cfg["scale"], cfg["experiment"])
+    m = read_manifest(folder)
+    if m is None:
+        return
+    old, new = m.get("config", {}), folder_config(cfg)
+    diff = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+    if diff:
+        raise DataMismatchError(
+            f"{folder} already holds data of another config (keys that differ: {diff}). Move or delete "
+            f"that folder, point --data-root (GE_DATA_DIR) elsewhere, or run the config it was made with.")
+
+
+def preflight(cfg: dict, *, will_write: bool | None = None, replacing: bool = False) -> None:
+    """Cheap checks of a validated config before any work (raise a :class:`lib.errors.UserError`).
+
+    The base model's files exist (configs with ``base_model``); the data folder holds no other
+    config's data; and, where data is still to be written (``will_write``; default: the runner's
+    ``shard_done`` is false), the tree is clean for ``cpu``/``paper`` data. ``replacing``: the
+    folder's old data will be moved aside (``lib.reproduce --force``), so its config does not matter.
+    """
+    if "base_model" in cfg:
+        from .llm.models import check_base_available
+        check_base_available(cfg["base_model"])
+    if not replacing:
+        check_folder(cfg)
+    if will_write is None:
+        will_write = not runner(cfg["kind"]).shard_done(cfg)
+    if will_write:
+        check_clean_tree(cfg["scale"], data_dir(cfg["scale"], cfg["experiment"]))
+
+
+def add_allow_dirty(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--allow-dirty", action="store_true",
+                    help="write cpu/paper data from a git tree with uncommitted changes (recorded in the manifest)")
+
+
+def apply_allow_dirty(args: argparse.Namespace) -> None:
+    """``--allow-dirty`` -> ``GE_ALLOW_DIRTY=1`` (read by lib.manifest here and in Ray workers)."""
+    if args.allow_dirty:
+        os.environ[ALLOW_DIRTY_ENV] = "1"
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lib.experiment", description=__doc__.splitlines()[0])
     ap.add_argument("config", help="configs/<experiment>/<scale>.yaml")
+    add_allow_dirty(ap)
     args = ap.parse_args(argv)
-    try:
-        cfg = load(args.config)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    apply_allow_dirty(args)
+    cfg = load(args.config)
+    preflight(cfg)
     out = runner(cfg["kind"]).run_experiment(cfg)
     n = sum(map(len, out.values())) if isinstance(out, dict) else len(out)
     print(f"{cfg['experiment']} ({cfg['scale']}): {n} rows")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lib.experiment``: user errors -> one line on stderr and exit status 2."""
+    return cli_main(_main, argv)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,13 @@ A manifest holds the resolved config and its hash, the git commit (and whether t
 dirty), the versions of the packages that shape the numbers, the device, the seeds, the start
 time and the wall time. Long runs write it when they start (``status: running``) and again when
 they finish (``status: complete``), so a half-finished folder says so.
+
+Clean trees only: ``cpu`` and ``paper`` data (under the data root) are written only from a git tree
+without uncommitted changes to its code and configs (:func:`check_clean_tree`, run on a process's
+first manifest write to a folder and by the command-line runners before any work), unless the user
+says ``--allow-dirty`` (environment ``GE_ALLOW_DIRTY=1``); the manifest then records
+``allow_dirty: true`` and the changed files. The runs' own outputs (``data/<scale>/``, ``figures/``,
+``build/``) do not count as changes. ``smoke`` data (tests, CI) is exempt.
 """
 from __future__ import annotations
 
@@ -18,10 +25,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .config import config_hash
-from .paths import REPO_ROOT
+from .errors import DataMismatchError, DirtyTreeError
+from .paths import REPO_ROOT, data_root
 
 MANIFEST = "manifest.json"
 PACKAGES = ("numpy", "pandas", "torch", "transformers", "peft", "tokenizers")
+ALLOW_DIRTY_ENV = "GE_ALLOW_DIRTY"
+GUARDED_SCALES = ("cpu", "paper")
+OUTPUTS = ("data/smoke", "data/cpu", "data/paper", "figures", "build")  # written by the runs themselves
+SOURCES = ("lib", "configs", "notebooks", "benchmarks", "tests")        # untracked files here count as changes
 
 
 def _git(*args: str) -> str:
@@ -32,11 +44,58 @@ def _git(*args: str) -> str:
         return ""
 
 
+def changed_files() -> list[str]:
+    """Paths whose content differs from HEAD: modified tracked files outside :data:`OUTPUTS`, and
+    untracked (not ignored) files under :data:`SOURCES`. Empty outside a git checkout."""
+    excl = [f":(exclude){p}" for p in OUTPUTS]
+    tracked = _git("status", "--porcelain", "--untracked-files=no", "--", ".", *excl).splitlines()
+    untracked = _git("status", "--porcelain", "--untracked-files=all", "--", *SOURCES).splitlines()
+    lines = tracked + [ln for ln in untracked if ln.startswith("??")]
+    return sorted({ln.split(maxsplit=1)[1] for ln in lines if len(ln.split(maxsplit=1)) == 2})  # "XY path"
+
+
 def git_state() -> dict:
-    """``{"commit": sha or "unknown", "dirty": bool}`` of the repository."""
+    """``{"commit": sha or "unknown", "dirty": bool}`` of the repository (dirty: :func:`changed_files`)."""
     commit = _git("rev-parse", "HEAD") or "unknown"
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
-    return {"commit": commit, "dirty": dirty}
+    changed = changed_files()
+    out = {"commit": commit, "dirty": bool(changed)}
+    if changed:
+        out["changed_files"] = changed[:20] + ([f"... {len(changed) - 20} more"] if len(changed) > 20 else [])
+    return out
+
+
+def allow_dirty() -> bool:
+    """True when the user allowed writing data from a dirty tree (``--allow-dirty`` / ``GE_ALLOW_DIRTY=1``)."""
+    return os.environ.get(ALLOW_DIRTY_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _guarded(folder: str | Path | None, scale: str | None) -> bool:
+    if scale not in GUARDED_SCALES:
+        return False
+    if folder is None:
+        return True
+    try:
+        Path(folder).resolve().relative_to(data_root().resolve())
+        return True
+    except ValueError:  # e.g. lib.program_search's own --output folder, or a test's tmp folder
+        return False
+
+
+def check_clean_tree(scale: str | None, folder: str | Path | None = None) -> None:
+    """Refuse (:class:`DirtyTreeError`) to write ``cpu``/``paper`` data into ``folder`` (default: any
+    folder under the data root) from a tree with uncommitted changes, unless :func:`allow_dirty`."""
+    if not _guarded(folder, scale) or allow_dirty():
+        return
+    changed = changed_files()
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        raise DirtyTreeError(
+            f"refusing to write {scale} data{' to ' + str(folder) if folder else ''} from a git tree with "
+            f"uncommitted changes ({shown}): commit them first (the manifest records the commit), or "
+            f"pass --allow-dirty (GE_ALLOW_DIRTY=1) to record the data as made from a dirty tree")
+
+
+_checked: set[str] = set()  # folders this process already checked (and wrote) — see write_manifest
 
 
 def package_versions() -> dict:
@@ -74,6 +133,7 @@ def build_manifest(cfg: Mapping[str, Any], *, started: str, wall_s: float | None
                    status: str, extra: Mapping[str, Any] | None = None) -> dict:
     seeds = cfg.get("seeds", [cfg["seed"]] if "seed" in cfg else None)
     return {
+        "allow_dirty": allow_dirty(),
         "experiment": cfg.get("experiment"),
         "kind": cfg.get("kind"),
         "scale": cfg.get("scale"),
@@ -93,10 +153,26 @@ def build_manifest(cfg: Mapping[str, Any], *, started: str, wall_s: float | None
 def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
                    wall_s: float | None = None, status: str = "complete",
                    extra: Mapping[str, Any] | None = None) -> Path:
-    """Write ``folder/manifest.json`` (atomically: a temp file, then a rename)."""
+    """Write ``folder/manifest.json`` (atomically: a temp file, then a rename).
+
+    A process's first write to a folder checks the tree (:func:`check_clean_tree`), except a
+    ``complete`` re-stamp of a folder whose manifest already records this config (reused data).
+    A folder once written from a dirty tree stays marked so (its rows accumulate across runs).
+    """
     folder = Path(folder)
+    old = read_manifest(folder)
+    same = old is not None and old.get("config_hash") == config_hash(cfg)
+    key = str(folder.resolve())
+    if key not in _checked and not (status == "complete" and same):
+        check_clean_tree(cfg.get("scale"), folder)
+    _checked.add(key)
     folder.mkdir(parents=True, exist_ok=True)
     m = build_manifest(cfg, started=started, wall_s=wall_s, status=status, extra=extra)
+    if same and (old.get("git") or {}).get("dirty") and not m["git"]["dirty"]:
+        m["git"] = {**m["git"], "dirty": True, "changed_files": (old.get("git") or {}).get("changed_files", []),
+                    "note": "earlier rows of this folder were written from a dirty tree"}
+    if same and old.get("allow_dirty"):
+        m["allow_dirty"] = True
     tmp = folder / f"{MANIFEST}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"  # unique: shards of a sweep write concurrently
     tmp.write_text(json.dumps(m, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n")
     tmp.replace(folder / MANIFEST)
@@ -125,6 +201,6 @@ def check_resumable(folder: str | Path, cfg: Mapping[str, Any]) -> None:
     if m is not None and m.get("config_hash") != config_hash(cfg):
         old, new = m.get("config", {}), dict(cfg)
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        raise ValueError(
+        raise DataMismatchError(
             f"{folder} already holds data of another config (keys that differ: {diff}). "
             f"Move or delete that folder, or run with the config it was made with.")

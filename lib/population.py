@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from . import operators as op
 from .config import Field, validate
-from .manifest import manifest_matches, now, write_manifest
+from .manifest import check_clean_tree, manifest_matches, now, write_manifest
 from .paths import data_dir
 from .tasks import FAMILIES, make_pool
 
@@ -119,6 +119,7 @@ def run_experiment(cfg: dict) -> dict[str, pd.DataFrame]:
     out = data_dir(cfg["scale"], cfg["experiment"])
     if manifest_matches(out, cfg):
         return load_tables(out)
+    check_clean_tree(cfg["scale"], out)  # before the work, not at the manifest write after it
     started, t0 = now(), time.perf_counter()
     parts: dict[str, list[pd.DataFrame]] = {}
     for seed in tqdm(cfg["seeds"], desc="populations"):

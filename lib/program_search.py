@@ -49,6 +49,7 @@ import pandas as pd
 
 from . import config as config_lib
 from .config import Field
+from .errors import MissingDataError, cli_main
 from .manifest import check_resumable, manifest_matches, now, read_manifest, write_manifest
 from .paths import REPO_ROOT, data_dir
 
@@ -714,7 +715,7 @@ def load_results(folder) -> pd.DataFrame:
     folder = Path(folder)
     path = folder / FILES["rows"]
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `python -m lib.experiment configs/program_search/<scale>.yaml`")
+        raise MissingDataError(f"{path} is missing: run `python -m lib.experiment configs/program_search/<scale>.yaml`")
     return pd.read_csv(path)
 
 
@@ -765,6 +766,11 @@ def run_experiment(cfg: dict) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- CLI
 def main(argv=None) -> int:
+    """``python -m lib.program_search``: user errors -> one line on stderr and exit status 2."""
+    return cli_main(_main, argv)
+
+
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lib.program_search", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--output", type=Path, default=REPO_ROOT / "results",

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import experiment
+from .errors import MissingDataError, cli_main
 from .paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -89,12 +91,39 @@ def move_aside(scale: str, experiment: str) -> Path | None:
     return dst
 
 
+def check_figure_inputs(steps: list[Step], scale: str, has_cuda: bool) -> None:
+    """Notebook 05 draws every experiment's data: each one that no selected step produces (and that
+    this machine can produce at all) must already be complete, else :class:`MissingDataError`."""
+    if not any(s.experiment is None for s in steps):
+        return
+    made = {s.experiment for s in steps}
+    missing = []
+    for s in STEPS:
+        if s.experiment is None or s.experiment in made or (scale in s.needs_cuda_at and not has_cuda):
+            continue
+        cfg = experiment.load(config_path(s.experiment, scale))
+        if not experiment.runner(cfg["kind"]).shard_done(cfg):
+            missing.append((s.experiment, s.notebook[:2]))
+    if missing:
+        names = ", ".join(f"{data_dir(scale, e)}" for e, _ in missing)
+        raise MissingDataError(f"notebook 05 draws from {names}, which hold(s) no complete data for the "
+                               f"{scale} configs: run them first (`python -m lib.reproduce --scale {scale} --only "
+                               f"{' '.join(n for _, n in missing)}`, or without --only)")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python -m lib.reproduce``: user errors -> one line on stderr and exit status 2."""
+    return cli_main(_main, argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lib.reproduce", description=__doc__.splitlines()[0])
     ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
     ap.add_argument("--force", action="store_true", help="recompute data even when it matches its config")
     ap.add_argument("--only", nargs="*", default=None, help="notebook name prefixes to run, e.g. 01 04")
+    experiment.add_allow_dirty(ap)
     args = ap.parse_args(argv)
+    experiment.apply_allow_dirty(args)  # GE_ALLOW_DIRTY=1 reaches the notebooks' processes
     try:
         scale = check_scale(args.scale)
     except ValueError as e:
@@ -110,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     for s in skipped:
         print(f"note: {s.notebook} at scale {scale!r} needs a CUDA GPU and none is visible; it is skipped, "
               f"and the figures are rebuilt from whatever {scale} data exists.")
+    for s in steps:  # user errors before any work: bad config, unknown base, another config's data, dirty tree
+        if s.experiment and s not in skipped:  # reused complete data needs no clean tree; new cpu/paper data does
+            experiment.preflight(experiment.load(config_path(s.experiment, scale)),
+                                 will_write=True if args.force else None, replacing=args.force)
+    check_figure_inputs(steps, scale, has_cuda)
     out_dir = BUILD / scale
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []

@@ -28,8 +28,11 @@ at most the block (generation / logging interval) in flight. Ray retries a task 
 node died (``--max-retries``); an exception in a run is not retried but reported with its arm,
 seed and the tail of its log (kept in ``<runs root>/<scale>/<experiment>/logs/<arm>_s<seed>.log``)
 while the other runs go on. A data folder whose manifest records another config is refused before
-anything runs. Exit status: 0 all runs succeeded and were merged, 1 some failed (re-launch the
-same command to finish them), 2 bad config or arguments, Ray missing, or the cluster unreachable.
+anything runs, and so is writing ``cpu``/``paper`` data from a git tree with uncommitted changes
+unless ``--allow-dirty`` (passed on to the workers as ``GE_ALLOW_DIRTY=1``, recorded in the
+manifest). Exit status: 0 all runs succeeded and were merged, 1 some failed (re-launch the same
+command to finish them), 2 a user error (bad config or arguments, unknown base model, a folder of
+another config, a dirty tree, Ray missing, the cluster unreachable): one line on stderr.
 
 Same rows: each run uses ``int(--cpus-per-run)`` torch threads (default 1), so a sweep's merged
 rows equal those of the same runs made serially with that many threads (the society's LoRA
@@ -63,7 +66,8 @@ import pandas as pd
 
 from . import experiment as _experiment
 from .config import ConfigError
-from .manifest import read_manifest
+from .errors import MissingDependencyError, UserError, cli_main
+from .manifest import ALLOW_DIRTY_ENV
 from .paths import data_dir, data_root, runs_dir, runs_root
 from .rows import last_done, read_rows, shard_path
 
@@ -72,7 +76,7 @@ RAY_MISSING = ("lib.sweep needs Ray, an optional extra: install it with `pip ins
 TAIL_LINES = 25
 
 
-class ClusterError(RuntimeError):
+class ClusterError(UserError, RuntimeError):
     """Ray could not be started or joined."""
 
 
@@ -258,23 +262,6 @@ class SweepResult:
         return 0 if not self.failed and self.rows is not None else 1
 
 
-def check_folder(folder: Path, cfg: dict) -> None:
-    """Refuse a data folder whose manifest records another config (before skipping "finished" shards).
-
-    Compares the manifest's config with the runner's folder-identifying ``manifest_config(cfg)``
-    (which leaves out the keys that only choose shards, e.g. arms and seeds) on the keys they share.
-    """
-    m = read_manifest(folder)
-    if m is None:
-        return
-    old = m.get("config", {})
-    new = getattr(_experiment.runner(cfg["kind"]), "manifest_config", lambda c: c)(cfg)
-    diff = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-    if diff:
-        raise ConfigError(f"{folder} already holds data of another config (keys that differ: {diff}). "
-                          f"Move or delete that folder, use another --data-root, or sweep the config it was made with.")
-
-
 def merge(cfg: dict) -> pd.DataFrame:
     """The merged tidy rows of a finished sweep of ``cfg`` (full, unsharded config)."""
     mod = _experiment.runner(cfg["kind"])
@@ -307,7 +294,7 @@ def _import_ray():
     try:
         import ray
     except ImportError as e:
-        raise ImportError(RAY_MISSING) from e
+        raise MissingDependencyError(RAY_MISSING) from e
     return ray
 
 
@@ -441,9 +428,9 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
     fault = parse_fault(fault) if isinstance(fault, str) or fault is None else fault
     fault = fault or parse_fault(os.environ.get("GE_FAULT"))
     folder = data_dir(cfg["scale"], cfg["experiment"])
-    env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR") if os.environ.get(k)}
-    check_folder(folder, cfg)
+    env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR", ALLOW_DIRTY_ENV) if os.environ.get(k)}
     parts = mod.shards(cfg)
+    _experiment.preflight(cfg, will_write=not all(shard_done(p) for p in parts))  # base, folder, clean tree
     runs: list[dict] = []
     todo = []
     for p in parts:
@@ -490,6 +477,11 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m lib.sweep``: user errors -> one line on stderr and exit status 2."""
+    return cli_main(_main, argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lib.sweep", description=__doc__.splitlines()[0])
     ap.add_argument("config", help="configs/<experiment>/<scale>.yaml")
     ap.add_argument("--ray-address", default=None,
@@ -503,23 +495,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serial", action="store_true", help="no Ray: run the shards one by one here")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     ap.add_argument("--fault", default=None, help=argparse.SUPPRESS)
+    _experiment.add_allow_dirty(ap)
     args = ap.parse_args(argv)
+    _experiment.apply_allow_dirty(args)
     for opt, var in ((args.data_root, "GE_DATA_DIR"), (args.runs_root, "GE_RUNS_DIR")):
         if opt:
             os.environ[var] = str(Path(opt).expanduser().resolve())
-    try:
-        cfg = _experiment.load(args.config)
-        if args.cpus_per_run <= 0 or args.gpus_per_run < 0:
-            raise ConfigError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
-        parse_fault(args.fault)
-        if not args.serial:
-            _import_ray()
-        res = run_sweep(cfg, address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
-                        gpus_per_run=args.gpus_per_run, serial=args.serial, fault=args.fault,
-                        max_retries=args.max_retries, progress=not args.quiet)
-    except (ConfigError, ImportError, ClusterError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = _experiment.load(args.config)
+    if args.cpus_per_run <= 0 or args.gpus_per_run < 0:
+        raise ConfigError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+    parse_fault(args.fault)
+    if not args.serial:
+        _import_ray()
+    res = run_sweep(cfg, address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
+                    gpus_per_run=args.gpus_per_run, serial=args.serial, fault=args.fault,
+                    max_retries=args.max_retries, progress=not args.quiet)
     return res.exit_code
 
 

