@@ -33,14 +33,41 @@ def test_short_build_is_bit_identical():
     assert sum(v.numel() for k, v in a.items() if "lm_head" not in k) == 1_062_400
 
 
-@pytest.mark.slow
-def test_rebuild_gives_committed_weights(tmp_path):
-    from safetensors.torch import load_file
+def _build_info() -> dict:
     import json
-    info = json.loads((models.TINY_DIR / "build_info.json").read_text())
-    models.build_tiny(tmp_path, steps=info["steps"], seed=info["seed"], progress=False)
-    a, b = load_file(models.TINY_DIR / "model.safetensors"), load_file(tmp_path / "model.safetensors")
+    return json.loads((models.TINY_DIR / "build_info.json").read_text())
+
+
+def test_rebuild_is_bit_identical_on_this_machine(tmp_path):
+    """Bit-identity is a same-machine property: two builds here, same (seed, batch, lr) as the
+    committed base but 30 steps, give identical saved weights. (Another CPU runs other float
+    kernels: e.g. ATEN_CPU_CAPABILITY=default vs avx2 changes every weight after 30 steps, so the
+    committed weights are never compared bit for bit with a rebuild.)"""
+    from safetensors.torch import load_file
+    info = _build_info()
+    kw = {k: info[k] for k in ("seed", "batch", "lr") if k in info}
+    models.build_tiny(tmp_path / "a", steps=30, progress=False, **kw)
+    models.build_tiny(tmp_path / "b", steps=30, progress=False, **kw)
+    a, b = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# Greedy answers of fixed weights flip on another CPU only where two logits are within float noise
+# (~1e-6): the committed base must reproduce its recorded accuracy within 3 answers in 100 per family
+# (measured here: identical under ATEN_CPU_CAPABILITY=avx2 and =default).
+ACCURACY_MARGIN_ANSWERS = 3
+
+
+def test_committed_base_reproduces_its_recorded_accuracy():
+    """Cross-machine behaviour: the committed base's per-family accuracy on the held-out tasks of
+    build_info.json is within ACCURACY_MARGIN_ANSWERS answers per family of what it records."""
+    info = _build_info()
+    rec, spec = info["test_accuracy"], {**models.TINY_TEST_TASKS, **info.get("test_tasks", {})}
+    got = models.test_accuracy(models.load_base("tiny", device="cpu"), **spec)
+    tol = ACCURACY_MARGIN_ANSWERS / spec["n_per_family"] + 1e-9
+    assert set(got) == set(rec)
+    off = {k: (round(got[k], 3), rec[k]) for k in rec if abs(got[k] - rec[k]) > tol}
+    assert not off, f"accuracy (got, recorded) beyond ±{tol:.3f}: {off}"
 
 
 def test_committed_tiny_base_loads_and_knows_the_format():
