@@ -1,0 +1,396 @@
+"""Diagnostics of the society's operators, computed from its tidy rows (no torch; pandas/numpy only).
+
+Rows (``lib.llm.society.COLUMNS``): one per (arm, seed, generation, agent, metric). Agents' own rows
+(``test_<family>``, ``test_overall``, ``val_overall``, ``val_half_a/b``) carry ``selected``,
+``conformity`` and ``score``; rows about how a child at generation t+1 was born (``parents``,
+``elite``, ``inherit_n``, ``source_*``, ``merge_*``) and the population rows (agent −1: the base,
+consensus, diversity) carry NaN there. See ``lib.llm.society.DIAGNOSTICS``.
+
+Seeds are the unit of replication: a statistic is first reduced to one number per seed (a mean over
+agents, children and/or generations within that seed), then summarised by the mean over seeds with
+a percentile-bootstrap 95 % CI (:func:`lib.stats.bootstrap_ci`; NaN with fewer than
+:data:`lib.stats.MIN_CI_N` seeds) and, for paired comparisons, the sign-flip permutation p
+(:func:`lib.stats.paired_permutation_test`).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..stats import MIN_CI_N, bootstrap_ci, paired_differences
+
+RUN = ["arm", "seed", "generation"]
+AGENT = RUN + ["agent"]
+GAP_EACH, GAP_MEAN, SIGNAL_R = 0.10, 0.15, 0.5  # preconditions of issue 10 §1
+
+
+def _is_true(s: pd.Series) -> pd.Series:
+    return s.astype(str) == "True"
+
+
+def agents_wide(rows: pd.DataFrame, metrics=None) -> pd.DataFrame:
+    """One row per agent (agent ≥ 0) and (arm, seed, generation): ``selected``, ``conformity``,
+    ``score`` (from its ``val_overall`` row) and one column per metric in ``metrics`` (default: all
+    metrics agents carry). Missing metrics are NaN."""
+    d = rows[rows["agent"] >= 0]
+    if metrics is not None:
+        d = d[d["metric"].isin(list(metrics) + ["val_overall"])]
+    wide = d.pivot_table(index=AGENT, columns="metric", values="value", aggfunc="first")
+    wide.columns.name = None
+    own = d[d["metric"] == "val_overall"].set_index(AGENT)[["selected", "conformity", "score"]]
+    own = own.assign(selected=_is_true(own["selected"]))
+    out = own.join(wide, how="outer").reset_index()
+    if metrics is not None:
+        for m in metrics:
+            if m not in out:
+                out[m] = np.nan
+    return out
+
+
+def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value", *, seed: int = 0) -> pd.DataFrame:
+    """Per group of ``by``: reduce ``points`` to one mean per seed, then ``n`` (seeds), ``mean`` over
+    seeds and its bootstrap 95 % CI ``lo, hi`` (NaN when n < 3)."""
+    cols = list(by) + ["n", "mean", "lo", "hi"]
+    d = points.dropna(subset=[value])
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    per_seed = d.groupby(list(by) + ["seed"], as_index=False)[value].mean()
+    out = []
+    for key, g in per_seed.groupby(list(by), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        m, lo, hi = bootstrap_ci(g[value].to_numpy(), seed=seed)
+        n = int(len(g))
+        if n < MIN_CI_N:
+            lo = hi = float("nan")
+        out.append({**dict(zip(by, key)), "n": n, "mean": m, "lo": lo, "hi": hi})
+    return pd.DataFrame(out, columns=cols)
+
+
+# ----------------------------------------------------------------------------- founders
+
+
+def founder_family(families, agent: int) -> str:
+    """Founder ``agent`` specialises in ``families[agent % len(families)]`` (as lib.llm.society)."""
+    return families[int(agent) % len(families)]
+
+
+def founders_arm(rows: pd.DataFrame) -> str:
+    """The arm the founders are read from: the first arm in the rows. Every arm of a seed starts from
+    the same founders (generation-0 rows are identical across arms), so one arm suffices."""
+    return str(rows["arm"].iloc[0])
+
+
+def _founder_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[(rows["arm"] == founders_arm(rows)) & (rows["generation"] == 0)]
+
+
+def founders_matrix(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Generation-0 test accuracy, agent × family, mean over seeds, read from :func:`founders_arm`.
+
+    Index: ``agent`` (−1 = the bare base, from its ``base_test_<family>`` rows; 0… = founders);
+    columns: ``role`` ("base" or the founder's family), one column per family (test accuracy on that
+    family), ``overall`` (``test_overall``/``base_test_overall``) and ``n`` (seeds).
+    """
+    d = _founder_rows(rows)
+    out = []
+    base = d[d["agent"] == -1]
+    if len(base):
+        r = {"agent": -1, "role": "base", "n": int(base["seed"].nunique())}
+        for f in list(families) + ["overall"]:
+            v = base.loc[base["metric"] == f"base_test_{f}", "value"]
+            r[f] = float(v.mean()) if len(v) else np.nan
+        out.append(r)
+    ag = d[d["agent"] >= 0]
+    for a in sorted(ag["agent"].unique()):
+        x = ag[ag["agent"] == a]
+        r = {"agent": int(a), "role": founder_family(families, a), "n": int(x["seed"].nunique())}
+        for f in list(families) + ["overall"]:
+            v = x.loc[x["metric"] == f"test_{f}", "value"]
+            r[f] = float(v.mean()) if len(v) else np.nan
+        out.append(r)
+    return pd.DataFrame(out, columns=["agent", "role", *families, "overall", "n"]).set_index("agent")
+
+
+def specialist_gaps(rows: pd.DataFrame, families, *, per_seed: bool = False, seed: int = 0) -> pd.DataFrame:
+    """How much each family's specialists beat the other founders on that family, at generation 0.
+
+    Per seed and family f: gap_f = mean(test_f over founders specialising in f) − mean(test_f over
+    the other founders); ``"mean"`` is the mean of gap_f over families, per seed. Read from
+    :func:`founders_arm`. ``per_seed``: the per-seed gaps (``family, seed, gap``); else per family
+    (and ``"mean"``): ``n`` seeds, the mean over seeds and its bootstrap 95 % CI (NaN when n < 3).
+    """
+    d = _founder_rows(rows)
+    d = d[d["agent"] >= 0]
+    pts = []
+    for s, x in d.groupby("seed", sort=True):
+        gaps = {}
+        for f in families:
+            v = x[x["metric"] == f"test_{f}"]
+            spec = v["agent"].map(lambda a: founder_family(families, a) == f)
+            if spec.any() and (~spec).any():
+                gaps[f] = float(v.loc[spec, "value"].mean() - v.loc[~spec, "value"].mean())
+                pts.append({"family": f, "seed": int(s), "gap": gaps[f]})
+        if len(gaps) == len(families):
+            pts.append({"family": "mean", "seed": int(s), "gap": float(np.mean(list(gaps.values())))})
+    pts = pd.DataFrame(pts, columns=["family", "seed", "gap"])
+    if per_seed:
+        return pts
+    summ = ci_over_seeds(pts, ["family"], "gap", seed=seed)
+    order = {f: i for i, f in enumerate(list(families) + ["mean"])}
+    return summ.sort_values("family", key=lambda c: c.map(order)).reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- selection signal
+
+
+def _centre(w: pd.DataFrame, cols) -> pd.DataFrame:
+    return w[cols] - w.groupby(RUN)[cols].transform("mean")
+
+
+def _pearson(x, y) -> float:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    if x.size < 2 or x.std() == 0 or y.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _seed_bootstrap_r(c: pd.DataFrame, seeds: pd.Series, a: str, b: str, n_boot: int, seed: int):
+    """Percentile 95 % CI of the pooled r, resampling whole seeds (a seed's agents stay together)."""
+    uniq = np.unique(seeds)
+    if uniq.size < MIN_CI_N:
+        return float("nan"), float("nan")
+    groups = [np.flatnonzero(seeds.to_numpy() == s) for s in uniq]
+    rng = np.random.default_rng(seed)
+    xa, xb = c[a].to_numpy(float), c[b].to_numpy(float)
+    rs = []
+    for _ in range(n_boot):
+        idx = np.concatenate([groups[k] for k in rng.integers(0, uniq.size, uniq.size)])
+        rs.append(_pearson(xa[idx], xb[idx]))
+    rs = np.asarray(rs)
+    rs = rs[~np.isnan(rs)]
+    if rs.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(rs, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+SIGNALS = (("val ~ test", "val_overall", "test_overall"),
+           ("val half a ~ half b", "val_half_a", "val_half_b"),
+           ("score ~ val", "score", "val_overall"),
+           ("score ~ conformity", "score", "conformity"))
+
+
+def selection_signal(rows: pd.DataFrame, *, by_arm: bool = True, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Within-generation correlations among agents, pooled.
+
+    Each variable is centred on its (arm, seed, generation) mean (x − x̄ within the population), then
+    Pearson r is taken over all agents pooled (``arm = "all"``) and, with ``by_arm``, within each arm.
+    Quantities: ``val ~ test`` (does the selection signal predict held-out accuracy?), ``val half a ~
+    half b`` (split-half reliability of val; ``spearman_brown`` = 2r/(1+r), the reliability of the
+    full val pool), ``score ~ val`` and ``score ~ conformity`` (what the selection score follows).
+    Generation 0 (the shared founders) enters once per arm, as in the issue's definition.
+    ``n``: agents pooled; ``lo, hi``: 95 % CI of r from a bootstrap over whole seeds (NaN under 3 seeds).
+    """
+    w = agents_wide(rows, ["val_overall", "test_overall", "val_half_a", "val_half_b"])
+    cols = ["val_overall", "test_overall", "val_half_a", "val_half_b", "score", "conformity"]
+    w[cols] = w[cols].astype(float)
+    c = _centre(w, cols)
+    out = []
+    groups = [("all", np.ones(len(w), bool))]
+    if by_arm:
+        groups += [(a, (w["arm"] == a).to_numpy()) for a in dict.fromkeys(w["arm"])]
+    for arm, m in groups:
+        for name, a, b in SIGNALS:
+            ok = m & c[a].notna().to_numpy() & c[b].notna().to_numpy()
+            r = _pearson(c.loc[ok, a], c.loc[ok, b])
+            lo, hi = _seed_bootstrap_r(c.loc[ok], w.loc[ok, "seed"], a, b, n_boot, seed)
+            row = {"arm": arm, "quantity": name, "r": r, "n": int(ok.sum()),
+                   "seeds": int(w.loc[ok, "seed"].nunique()), "lo": lo, "hi": hi, "spearman_brown": np.nan}
+            if a == "val_half_a":
+                row["spearman_brown"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def preconditions(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """The two preconditions of issue 10 §1, measured: each family's specialist gap ≥ 0.10 and their
+    mean ≥ 0.15 (:func:`specialist_gaps`, generation 0), and the pooled within-generation val–test
+    r ≥ 0.5 (:func:`selection_signal`); plus the split-half reliability of val (reported, no threshold).
+    ``measured`` is the point estimate (mean over seeds; pooled r), ``lo, hi`` its 95 % CI, ``pass``
+    compares the point estimate with the threshold (None: no threshold or nothing measured).
+    """
+    gaps = specialist_gaps(rows, families).set_index("family")
+    sig = selection_signal(rows, by_arm=False).set_index("quantity")
+    out = []
+
+    def add(name, measured, lo, hi, n, threshold):
+        ok = None if not np.isfinite(threshold) or not np.isfinite(measured) else bool(measured >= threshold)
+        out.append({"precondition": name, "measured": measured, "lo": lo, "hi": hi, "n": n,
+                    "threshold": threshold, "pass": ok})
+
+    for f in list(families) + ["mean"]:
+        thr = GAP_MEAN if f == "mean" else GAP_EACH
+        label = "specialist gap, mean over families" if f == "mean" else f"specialist gap, {f}"
+        if f in gaps.index:
+            g = gaps.loc[f]
+            add(label, float(g["mean"]), float(g["lo"]), float(g["hi"]), f"{int(g['n'])} seeds", thr)
+        else:
+            add(label, np.nan, np.nan, np.nan, "0 seeds", thr)
+    v = sig.loc["val ~ test"]
+    add("val–test r within generation (pooled)", float(v["r"]), float(v["lo"]), float(v["hi"]),
+        f"{int(v['n'])} agents, {int(v['seeds'])} seeds", SIGNAL_R)
+    h = sig.loc["val half a ~ half b"]
+    add("val split-half r", float(h["r"]), float(h["lo"]), float(h["hi"]), f"{int(h['n'])} agents", np.nan)
+    add("val reliability (Spearman–Brown 2r/(1+r))", float(h["spearman_brown"]), np.nan, np.nan,
+        f"{int(h['n'])} agents", np.nan)
+    return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------- operators
+
+
+def selection_differential(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Selection differential: per (arm, seed, generation), mean of the selected agents minus mean of
+    the not-selected ones, on ``val_overall`` (what selection saw, through the score) and on
+    ``test_overall`` (data it never saw). Populations where all or none were selected are skipped.
+
+    Returns ``(points, summary)``: ``points`` has ``arm, seed, generation, metric ("val" | "test"),
+    diff``; ``summary`` per (arm, metric): the per-seed mean over generations, then n, mean, CI.
+    Per generation: ``ci_over_seeds(points, ["arm", "metric", "generation"], "diff")``.
+    """
+    w = agents_wide(rows, ["val_overall", "test_overall"])
+    pts = []
+    for key, g in w.groupby(RUN, sort=True):
+        sel = g["selected"].fillna(False).astype(bool)
+        if not sel.any() or sel.all():
+            continue
+        for m, col in (("val", "val_overall"), ("test", "test_overall")):
+            pts.append({**dict(zip(RUN, key)), "metric": m,
+                        "diff": float(g.loc[sel, col].mean() - g.loc[~sel, col].mean())})
+    pts = pd.DataFrame(pts, columns=RUN + ["metric", "diff"])
+    return pts, ci_over_seeds(pts, ["arm", "metric"], "diff", seed=seed)
+
+
+def _children(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per child (generation ≥ 1) with its birth metrics as columns and ``elite`` (0/1)."""
+    birth = ["parents", "elite", "inherit_n", "source_test_overall", "source_val_overall",
+             "merge_winner", "merge_gain_val"]
+    d = rows[(rows["agent"] >= 0) & rows["metric"].isin(birth)]
+    if d.empty:
+        return pd.DataFrame(columns=AGENT + birth)
+    w = d.pivot_table(index=AGENT, columns="metric", values="value", aggfunc="first")
+    w.columns.name = None
+    for b in birth:
+        if b not in w:
+            w[b] = np.nan
+    w["elite"] = w["elite"].fillna(0.0)
+    return w.reset_index()
+
+
+def recombination_gain(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Recombination gain of the sexual arms (children with a ``merge_gain_val`` row; elites excluded).
+
+    Per child: gain = val(screened winner) − mean(val of its two parents), and ``plain`` = 1 when the
+    winner is candidate 0, the plain average (chance: 1 / n_candidates). Returns ``(points,
+    summary)``: ``points`` has ``arm, seed, generation, agent, gain, plain``; ``summary`` per arm:
+    ``n`` seeds, ``gain`` mean over seeds of the per-seed mean with CI ``gain_lo, gain_hi``, and
+    ``plain_share`` likewise (``plain_lo, plain_hi``), ``children`` pooled.
+    """
+    ch = _children(rows)
+    ch = ch[(ch["elite"] != 1) & ch["merge_gain_val"].notna()]
+    pts = ch[AGENT].copy()
+    pts["gain"] = ch["merge_gain_val"].astype(float).to_numpy()
+    pts["plain"] = (ch["merge_winner"].round() == 0).astype(float).to_numpy()
+    pts = pts.reset_index(drop=True)
+    cols = ["arm", "n", "children", "gain", "gain_lo", "gain_hi", "plain_share", "plain_lo", "plain_hi"]
+    if pts.empty:
+        return pts, pd.DataFrame(columns=cols)
+    g = ci_over_seeds(pts, ["arm"], "gain", seed=seed).set_index("arm")
+    p = ci_over_seeds(pts, ["arm"], "plain", seed=seed).set_index("arm")
+    summ = pd.DataFrame({"n": g["n"], "children": pts.groupby("arm").size(),
+                         "gain": g["mean"], "gain_lo": g["lo"], "gain_hi": g["hi"],
+                         "plain_share": p["mean"], "plain_lo": p["lo"], "plain_hi": p["hi"]})
+    return pts, summ.reset_index().rename(columns={"index": "arm"})[cols]
+
+
+def inheritance_fidelity(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Inheritance fidelity (mutation load): per child at generation t+1 that is not an elite,
+    Δ = test_overall(child, t+1) − test_overall(its source at t) (``source_test_overall``: the
+    winning merge, or the copied parent). Negative: retraining on the source's answers loses accuracy.
+
+    Returns ``(points, summary)``: ``points`` has ``arm, seed, generation, agent, child, source,
+    diff``; ``summary`` per (arm, generation): n seeds, mean over seeds of the per-seed mean Δ, CI.
+    """
+    ch = _children(rows)
+    ch = ch[(ch["elite"] != 1) & ch["source_test_overall"].notna()]
+    test = rows[(rows["metric"] == "test_overall") & (rows["agent"] >= 0)].set_index(AGENT)["value"]
+    pts = ch[AGENT].copy()
+    pts["child"] = test.reindex(pd.MultiIndex.from_frame(ch[AGENT])).to_numpy()
+    pts["source"] = ch["source_test_overall"].astype(float).to_numpy()
+    pts["diff"] = pts["child"] - pts["source"]
+    pts = pts.dropna(subset=["diff"]).reset_index(drop=True)
+    return pts, ci_over_seeds(pts, ["arm", "generation"], "diff", seed=seed)
+
+
+# ----------------------------------------------------------------------------- elitism
+
+_ELITE = re.compile(r"@e(\d+)")
+
+
+def elitism_pairs(arms) -> dict[str, str]:
+    """``{variant: reference}`` for every arm with an elitism modifier whose plain arm is present:
+    ``"full@e1"`` → ``"full"``, ``"full@g0.25@e1"`` → ``"full@g0.25"``."""
+    arms = list(dict.fromkeys(arms))
+    out = {}
+    for a in arms:
+        if _ELITE.search(a):
+            ref = _ELITE.sub("", a)
+            if ref in arms:
+                out[a] = ref
+    return out
+
+
+def last_generation_agents(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, seed) at its last generation: ``mean`` (population mean test_overall), ``best`` (the
+    highest test_overall of any agent: an oracle pick) and ``top_scored`` (test_overall of the agent
+    with the highest selection score, lowest index on ties: the one the loop would keep)."""
+    w = agents_wide(rows, ["test_overall"])
+    w = w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
+    out = []
+    for (a, s), g in w.groupby(["arm", "seed"], sort=True):
+        top = g.sort_values(["score", "agent"], ascending=[False, True], na_position="last").iloc[0]
+        out.append({"arm": a, "seed": s, "generation": int(g["generation"].iloc[0]),
+                    "mean": float(g["test_overall"].mean()), "best": float(g["test_overall"].max()),
+                    "top_scored": float(top["test_overall"])})
+    return pd.DataFrame(out, columns=["arm", "seed", "generation", "mean", "best", "top_scored"])
+
+
+def elitism_comparison(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Elites against none: for each pair of :func:`elitism_pairs` (``X@e1`` vs ``X``), paired by
+    seed at the last generation, d = stat(X@e1) − stat(X) for stat in ``mean``, ``best``,
+    ``top_scored`` (:func:`last_generation_agents`).
+
+    Returns ``(points, summary)``: ``points``: ``statistic, arm, reference, seed, diff``; ``summary``:
+    ``statistic, arm, reference, n, mean`` (mean d), bootstrap 95 % CI ``lo, hi`` (NaN when n < 3),
+    the paired sign-flip ``p`` (NaN with one pair) and ``test``. Empty when no pair is present.
+    """
+    pairs = elitism_pairs(rows["arm"])
+    cp = ["statistic", "arm", "reference", "seed", "diff"]
+    cs = ["statistic", "arm", "reference", "n", "mean", "lo", "hi", "p", "test"]
+    if not pairs:
+        return pd.DataFrame(columns=cp), pd.DataFrame(columns=cs)
+    last = last_generation_agents(rows[rows["arm"].isin(list(pairs) + list(pairs.values()))])
+    pts, summ = [], []
+    for var, ref in pairs.items():
+        part = last[last["arm"].isin([var, ref])]
+        for stat in ("mean", "best", "top_scored"):
+            p, s_ = paired_differences(part, group="arm", reference=ref, value=stat, seed=seed)
+            pts.append(p.assign(statistic=stat, reference=ref))
+            summ.append(s_.assign(statistic=stat))
+    pts = pd.concat(pts, ignore_index=True)[cp]
+    summ = pd.concat(summ, ignore_index=True)[cs]
+    return pts, summ
