@@ -107,13 +107,14 @@ def palette(names: Iterable[str]) -> dict:
 
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str,
                             ylabel: str, x: str | None = None, xlabel: str | None = None,
-                            annotate: bool = True) -> None:
+                            annotate: bool = True, unit: str = "seed") -> None:
     """Draw paired differences ``level − reference`` (from :func:`lib.stats.paired_differences`).
 
     One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
     ``x``): a small dot per pair (seed), a large marker for the mean difference and its bootstrap
     95 % CI as an error bar. With fewer than :data:`lib.stats.MIN_CI_N` pairs no CI is drawn; the
-    annotation then says n. A line at 0 marks "no difference from the reference".
+    annotation then says n. A line at 0 marks "no difference from the reference". ``unit``: what a
+    pair is (a seed; in Fig. 1 a population).
     """
     from .stats import MIN_CI_N
 
@@ -153,8 +154,8 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     n_txt = f"n = {n[0]}" if len(n) == 1 else f"n = {n[0]}–{n[-1]}"
     ci_txt = "mean, 95 % CI" if min(n) >= MIN_CI_N else "mean; no CI with n < 3"
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
-    what = "dots: seeds; marker: " if x is None else "dots: seeds; line: "
-    ax.set_title(f"paired by seed, {n_txt}\n{what}{ci_txt}", fontsize=7, loc="left",
+    what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
+    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_txt}", fontsize=7, loc="left",
                  pad=16 if (annotate and x is None) else 4)
 
 

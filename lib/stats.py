@@ -119,8 +119,8 @@ def paired_differences(df: pd.DataFrame, *, group: str, reference: str, pair_on:
     Returns:
         ``(points, summary)``: ``points`` has one row per (``by``…, group, pair_on) with the difference in
         ``diff``; ``summary`` one row per (``by``…, group) with ``n``, ``mean`` (mean difference), the
-        bootstrap CI ``lo, hi`` of that mean (NaN when n < :data:`MIN_CI_N`) and the paired permutation
-        ``p`` (NaN when n = 1).
+        bootstrap CI ``lo, hi`` of that mean (NaN when n < :data:`MIN_CI_N`), the paired permutation
+        ``p`` (NaN when n = 1) and the ``test`` used.
     """
     by = list(by or [])
     pts, summ = [], []
@@ -144,7 +144,7 @@ def paired_differences(df: pd.DataFrame, *, group: str, reference: str, pair_on:
             if len(d) < MIN_CI_N:
                 lo = hi = float("nan")
             summ.append({**dict(zip(by, key)), group: lvl, "reference": reference, "n": int(len(d)),
-                         "mean": m, "lo": lo, "hi": hi, "p": t["p"]})
+                         "mean": m, "lo": lo, "hi": hi, "p": t["p"], "test": t["test"]})
     cols_p = [*by, group, pair_on, "diff"]
-    cols_s = [*by, group, "reference", "n", "mean", "lo", "hi", "p"]
+    cols_s = [*by, group, "reference", "n", "mean", "lo", "hi", "p", "test"]
     return pd.DataFrame(pts, columns=cols_p), pd.DataFrame(summ, columns=cols_s)

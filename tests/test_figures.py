@@ -32,6 +32,26 @@ def test_colours_are_fixed_per_arm():
     assert figures.colour("unheard-of") == figures.colour("unheard-of")
 
 
+@pytest.mark.parametrize("names", [
+    ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"],
+    ["sgd", "mutate_promote", "random_promote"],
+    ["corrected", "generic_first_jet", "full_jacobian", "gate_blind", "random_order", "no_feedback",
+     "frozen_proposer", "direct_tournament"],
+    ["qd", "top_p"]])
+def test_within_an_experiment_every_arm_differs_in_colour_and_marker(names):
+    looks = [figures.arm_style(n) for n in names]
+    assert len({lk["color"] for lk in looks}) == len(names)
+    assert len({lk["marker"] for lk in looks}) == len(names)
+
+
+def test_a_variant_keeps_its_arms_colour_and_is_drawn_dashed_hollow_hatched():
+    base, var = figures.arm_style("no_grounding"), figures.arm_style("no_grounding@e1")
+    assert var["color"] == base["color"] and var["marker"] == base["marker"]
+    assert base["ls"] == "-" and var["ls"] == "--" and var["mfc"] == "white" and var["hatch"] == "//"
+    assert base["hatch"] is None and figures.base_arm("full@g0.25") == "full"
+    assert figures.bar_kw("full@e1")["hatch"] == "//" and figures.line_kw("full@e1")["label"] == "full@e1"
+
+
 def test_save_figure_writes_pdf_png_and_index(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "figures_dir", lambda scale: tmp_path)
     fig, ax = plt.subplots()

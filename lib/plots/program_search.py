@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..figures import palette, save_figure, use_style
+from ..figures import REFERENCE_GREY, line_kw, paired_difference_panel, palette, save_figure, use_style
 from ..paths import REPO_ROOT, config_path, data_dir
-from ..stats import bootstrap_ci, compare_to, mean_ci_table
+from ..stats import MIN_CI_N, bootstrap_ci, compare_to, mean_ci_table, paired_differences
 
 EXPERIMENT = "program_search"
 METHODS = ("corrected", "generic_first_jet", "full_jacobian", "gate_blind", "random_order",
@@ -95,28 +95,40 @@ def paired_vs_corrected(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- panels
-def _band(ax, t: pd.DataFrame, x: str, methods, style=None):
-    pal = palette(methods)
+def _band(ax, t: pd.DataFrame, x: str, methods, band: bool = True):
+    """One line per method in its fixed style (mean over seeds); band: 95 % CI when n ≥ 3."""
     for m in methods:
         g = t[t.method == m].sort_values(x)
-        ls = (style or {}).get(m, "-")
-        ax.plot(g[x], g["mean"], ls, marker="o", ms=3, color=pal[m], label=m)
-        ax.fill_between(g[x], g["lo"], g["hi"], color=pal[m], alpha=.15, lw=0)
+        ax.plot(g[x], g["mean"], **line_kw(m, ms=3.5, lw=1.2))
+        if band and (g["n"] >= MIN_CI_N).all():
+            ax.fill_between(g[x], g["lo"], g["hi"], color=line_kw(m)["color"], alpha=.12, lw=0)
 
 
-_STYLE = {"generic_first_jet": "--", "full_jacobian": ":"}
+def _curves_and_paired(rows: pd.DataFrame, column: str, ylabel: str, short: str, what: str):
+    """(a) mean over seeds of ``column`` per generation, one line per method; (b) at the last
+    generation, each method minus ``corrected`` on the same seed (dots), mean difference, 95 % CI, p."""
+    methods = _methods(rows)
+    t = mean_ci_table(rows, ["method", "generation"], column)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.9), gridspec_kw={"width_ratios": [1, 1.1]})
+    _band(a1, t, "generation", methods, band=False)
+    a1.set(xlabel="generation", ylabel=ylabel, xticks=sorted(rows.generation.unique()))
+    a1.set_title(f"(a) {what}, mean over {rows.seed.nunique()} seeds", fontsize=8, loc="left", pad=16)
+    last = rows[rows.generation == rows.generation.max()]
+    pts, summ = paired_differences(last, group="method", reference="corrected", value=column)
+    paired_difference_panel(a2, pts, summ, group="method", order=methods, reference="corrected",
+                            ylabel=f"{short}, last generation")
+    a2.set_title("(b) " + a2.get_title(loc="left") + "; > 0: worse than corrected", fontsize=7, loc="left", pad=16)
+    fig.legend(*a1.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
 
 
 def heldout_by_generation(rows: pd.DataFrame):
-    """fig4a: held-out loss ratio of the best-so-far program per generation, mean ± 95% CI over seeds."""
+    """fig4a: held-out loss ratio of the best-so-far program. (a) per generation, mean over seeds;
+    (b) last generation, each method minus ``corrected`` per seed, mean difference, 95 % CI, paired p."""
     use_style()
-    t = mean_ci_table(rows, ["method", "generation"], "heldout_loss_ratio")
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    _band(ax, t, "generation", _methods(rows), _STYLE)
-    ax.set(xlabel="generation", ylabel="held-out loss ratio L(z)/L(x)", xticks=sorted(rows.generation.unique()))
-    ax.legend(fontsize=6, ncol=2)
-    ax.set_title(f"best program on held-out states ({rows.seed.nunique()} seeds)", fontsize=8)
-    return fig
+    return _curves_and_paired(rows, "heldout_loss_ratio", "held-out loss ratio L(z)/L(x)",
+                              "held-out ratio", "best program on held-out states")
 
 
 def final_by_seed(rows: pd.DataFrame):
@@ -127,13 +139,18 @@ def final_by_seed(rows: pd.DataFrame):
     pal = palette(methods)
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     for i, m in enumerate(methods):
+        st = line_kw(m)
         v = last[last.method == m].heldout_loss_ratio.to_numpy()
         jitter = np.linspace(-.15, .15, len(v)) if len(v) > 1 else np.zeros(1)
-        ax.scatter(i + jitter, v, s=10, color=pal[m], alpha=.6)
+        ax.scatter(i + jitter, v, s=10, color=pal[m], marker=st["marker"], alpha=.6)
         mean, lo, hi = bootstrap_ci(v)
-        ax.errorbar(i + .3, mean, yerr=[[mean - lo], [hi - mean]], fmt="D", ms=4, color=pal[m], capsize=2)
+        ci = len(v) >= MIN_CI_N
+        ax.errorbar(i + .3, mean, yerr=[[mean - lo], [hi - mean]] if ci else None, fmt="D", ms=4, color=pal[m],
+                    capsize=2, label=("mean, 95 % CI" if ci else "mean (n < 3: no CI)") if i == 0 else None)
     ax.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("final held-out loss ratio")
+    ax.set_title(f"dots: seeds (n = {last.seed.nunique()})", fontsize=8)
+    ax.legend(fontsize=7)
     return fig
 
 
@@ -144,12 +161,12 @@ def bracket_errors(diags: pd.DataFrame):
     series = {"compiled": diags.compiled_error, "first jet": diags.first_jet_error, "gate-blind": diags.blind_error}
     fig, ax = plt.subplots(figsize=(4.2, 3.2))
     data = [np.maximum(v.to_numpy(), 1e-18) for v in series.values()]
-    ax.boxplot(data, showfliers=True, flierprops={"ms": 2})
+    ax.boxplot(data, showfliers=True, flierprops={"ms": 2}, medianprops={"color": "k"})
     ax.set_xticks(range(1, 4), list(series))
     ax.set_yscale("log")
-    ax.axhline(1e-9, color="k", lw=.6, ls="--")
-    ax.text(3.45, 1e-9, "self-check 1e-9", fontsize=6, va="bottom", ha="right")
+    ax.axhline(1e-9, color="k", lw=.6, ls="--", label="self-check tolerance (1e-9)")
     ax.set_ylabel("|bracket - exact bracket|")
+    ax.legend(fontsize=6, loc="upper left")
     ax.set_title(f"{len(diags)} probes (test states 1-4)", fontsize=8)
     return fig
 
@@ -166,24 +183,23 @@ def order_accuracy(diags: pd.DataFrame):
         stats = [bootstrap_ci(nt[nt.depth == d][col].to_numpy()) for d in depths]
         m = np.array([s[0] for s in stats])
         err = np.array([[s[0] - s[1], s[2] - s[0]] for s in stats]).T
-        ax.errorbar(np.array(depths) + (k - .5) * .15, m, yerr=err, fmt="o-", ms=4, capsize=2,
-                    color=palette([c])[c], label=f"{name} ({nt[col].mean():.3f} overall)")
-    ax.axhline(.5, color="k", lw=.6, ls=":")
+        kw = line_kw(c)
+        ax.errorbar(np.array(depths) + (k - .5) * .15, m, yerr=err, ms=4, capsize=2, color=kw["color"],
+                    marker=kw["marker"], ls="-", label=f"{name} ({nt[col].mean():.3f} overall)")
+    ax.axhline(.5, color="k", lw=.6, ls=":", label="chance (0.5)")
     ax.set(xlabel="program depth", ylabel="order accuracy (non-tie probes)", xticks=depths, ylim=(0, 1.05))
-    ax.legend(fontsize=7)
+    ax.set_title(f"mean and 95 % bootstrap CI over the probes of each depth ({len(nt)} non-tie probes)", fontsize=7)
+    ax.legend(fontsize=6.5, loc="lower left")
     return fig
 
 
 def proposals_by_generation(rows: pd.DataFrame):
     """S4a: mean held-out loss ratio of all proposals of each generation (what the proposer
-    learns), mean ± 95% CI over seeds."""
+    learns). (a) per generation, mean over seeds; (b) last generation, each method minus
+    ``corrected`` per seed, mean difference, 95 % CI, paired p."""
     use_style()
-    t = mean_ci_table(rows, ["method", "generation"], "mean_proposed_heldout_loss_ratio")
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    _band(ax, t, "generation", _methods(rows), _STYLE)
-    ax.set(xlabel="generation", ylabel="mean proposed held-out loss ratio", xticks=sorted(rows.generation.unique()))
-    ax.legend(fontsize=6, ncol=2)
-    return fig
+    return _curves_and_paired(rows, "mean_proposed_heldout_loss_ratio", "mean proposed held-out loss ratio",
+                              "proposed held-out ratio", "all proposals of a generation")
 
 
 def proposal_state(rows: pd.DataFrame):
@@ -194,7 +210,7 @@ def proposal_state(rows: pd.DataFrame):
     for ax, col, lab in ((axes[0], "proposal_mean_change_norm", "‖proposal mean‖"),
                          (axes[1], "proposal_std_mean", "mean proposal std")):
         t = mean_ci_table(rows, ["method", "generation"], col)
-        _band(ax, t, "generation", _methods(rows), _STYLE)
+        _band(ax, t, "generation", _methods(rows), band=False)
         ax.set(xlabel="generation", ylabel=lab, xticks=sorted(rows.generation.unique()))
     axes[1].legend(fontsize=6, ncol=2)
     fig.tight_layout()
@@ -210,18 +226,23 @@ def budget(costs: pd.DataFrame):
             "test_program_executions_all_checkpoints": "held-out executions",
             "prediction_score_count": "bracket predictions",
             "diagnostic_program_executions": "diagnostic executions"}
-    fig, ax = plt.subplots(figsize=(6.2, 3.2))
-    t[list(cols)].rename(columns=cols).plot.bar(ax=ax, width=.8)
-    ax.set(xlabel="", ylabel="count per seed")
-    ax.tick_params(axis="x", labelrotation=35, labelsize=7)
-    plt.setp(ax.get_xticklabels(), ha="right")
-    ax.legend(fontsize=6)
+    fig, ax = plt.subplots(figsize=(7.4, 3.2))
+    # kinds of execution, not methods: greys with hatches, so no method colour is reused here
+    looks = [("0.25", None), ("0.55", None), ("0.85", "//"), ("white", "xx")]
+    w = .8 / len(cols)
+    x = np.arange(len(t))
+    for k, ((col, label), (fc, hatch)) in enumerate(zip(cols.items(), looks)):
+        ax.bar(x + (k - (len(cols) - 1) / 2) * w, t[col], w, color=fc, edgecolor="0.2", lw=.5, hatch=hatch, label=label)
+    ax.set_xticks(x, t.index, rotation=35, ha="right", fontsize=7)
+    ax.set(xlabel="", ylabel="count per seed (mean over seeds)")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
 PANELS = [
     ("fig4a_program_heldout", heldout_by_generation, "rows",
-     "Held-out loss ratio of the best program per generation, mean and 95% bootstrap CI over seeds."),
+     "Held-out loss ratio of the best program: (a) per generation, mean over seeds; (b) last generation, "
+     "each method minus corrected on the same seed, mean difference, 95% bootstrap CI, paired p."),
     ("fig4b_program_final", final_by_seed, "rows",
      "Final-generation held-out loss ratio per method: seeds (dots), mean and 95% bootstrap CI."),
     ("fig4c_program_bracket_error", bracket_errors, "diagnostics",
@@ -229,7 +250,8 @@ PANELS = [
     ("fig4d_program_order_accuracy", order_accuracy, "diagnostics",
      "Order accuracy of the compiled vs gate-blind bracket on non-tie probes, by program depth."),
     ("S4a_program_proposals", proposals_by_generation, "rows",
-     "Mean held-out loss ratio of each generation's proposals, mean and 95% CI over seeds."),
+     "Mean held-out loss ratio of each generation's proposals: (a) per generation; (b) last generation, "
+     "each method minus corrected per seed, mean difference, 95% CI, paired p."),
     ("S4b_program_proposal_state", proposal_state, "rows",
      "Proposal distribution per generation: norm of the mean and mean std (frozen_proposer fixed)."),
     ("S4c_program_budget", budget, "costs",
@@ -253,13 +275,20 @@ def draw_all(scale: str) -> list[str]:
 
 
 def stats_table(scale: str) -> pd.DataFrame:
-    """Fig. 4 statistics: final held-out loss ratio of every method against ``corrected``, paired on
-    seed, with each method's mean and 95 % bootstrap CI over seeds."""
+    """Fig. 4a/4b statistics: final held-out loss ratio of every method against ``corrected``, paired
+    on seed: n, the method's mean and 95 % bootstrap CI over seeds, the mean difference method −
+    corrected (> 0: worse) with its 95 % bootstrap CI, and the sign-flip permutation p-value."""
     rows = load_data(scale)["rows"]
     last = rows[rows.generation == rows.generation.max()]
     cis = {m: bootstrap_ci(g["heldout_loss_ratio"]) for m, g in last.groupby("method")}
-    t = paired_vs_corrected(rows)
-    t.insert(0, "figure", "fig4b")
-    t["mean"] = t["method"].map(lambda m: cis[m][0])
-    t["ci95"] = t["method"].map(lambda m: f"[{cis[m][1]:.4f}, {cis[m][2]:.4f}]")
-    return t
+    _, t = paired_differences(last, group="method", reference="corrected", value="heldout_loss_ratio")
+    order = {m: i for i, m in enumerate(METHODS)}
+    t = t.sort_values("method", key=lambda c: c.map(order)).reset_index(drop=True)
+    ok = t["n"] >= MIN_CI_N
+    return pd.DataFrame({
+        "figure": "fig4a/4b", "method": t["method"], "reference": "corrected", "n": t["n"],
+        "mean": t["method"].map(lambda m: cis[m][0]),
+        "ci95": [f"[{cis[m][1]:.4f}, {cis[m][2]:.4f}]" if k else f"none (n = {n})" for m, k, n in zip(t["method"], ok, t["n"])],
+        "effect (method - corrected)": t["mean"],
+        "effect ci95": [f"[{lo:.4f}, {hi:.4f}]" if k else f"none (n = {n})" for lo, hi, k, n in zip(t["lo"], t["hi"], ok, t["n"])],
+        "p": t["p"], "test": t["test"]})

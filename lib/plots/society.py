@@ -133,7 +133,7 @@ def paired_vs_reference(last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
         summ.append(s_)
     if not summ:
         return (pd.DataFrame(columns=["arm", "seed", "diff", "reference"]),
-                pd.DataFrame(columns=["arm", "reference", "n", "mean", "lo", "hi", "p"]))
+                pd.DataFrame(columns=["arm", "reference", "n", "mean", "lo", "hi", "p", "test"]))
     return pd.concat(pts, ignore_index=True), pd.concat(summ, ignore_index=True)
 
 
@@ -410,3 +410,7 @@ def stats_table(scale: str) -> pd.DataFrame:
                             "effect ci95": _ci_text(c["lo"], c["hi"], int(c["n"])), "p": float(c["p"])})
             out.append(row)
     return pd.DataFrame(out)
+
+
+from . import society_diagnostics as _diagnostics  # noqa: E402  SI S3c–S3g, the operators' diagnostics
+PANELS += _diagnostics.panels()

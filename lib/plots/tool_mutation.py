@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..figures import colour, save_figure, use_style
+from ..figures import colour, line_kw, save_figure, use_style
 from ..paths import REPO_ROOT, config_path, data_dir
 from ..rows import read_rows
 
@@ -51,8 +51,10 @@ def final_heldout(rows: pd.DataFrame) -> pd.DataFrame:
 def _band(ax, df: pd.DataFrame, arm: str, label: str | None = None) -> None:
     t = stats.mean_ci_table(df, ["step"])
     c = colour(arm)
-    ax.plot(t.step, t["mean"], color=c, label=label or arm, lw=1.4)
-    ax.fill_between(t.step, t.lo, t.hi, color=c, alpha=0.25, lw=0)
+    ax.plot(t.step, t["mean"], **line_kw(arm, label=label or arm, lw=1.4, ms=3.5,
+                                          markevery=max(1, len(t) // 8)))
+    if (t["n"] >= stats.MIN_CI_N).all():
+        ax.fill_between(t.step, t.lo, t.hi, color=c, alpha=0.2, lw=0)
 
 
 def draw_heldout(rows: pd.DataFrame) -> plt.Figure:
@@ -78,15 +80,19 @@ def draw_final(rows: pd.DataFrame, reference: str = "sgd") -> plt.Figure:
     for _, r in wide.iterrows():
         ax.plot(xs, r.to_numpy(), color="0.75", lw=0.7, zorder=1)
     for i, arm in enumerate(arms):
-        ax.scatter(np.full(len(wide), i), wide[arm], color=colour(arm), s=14, zorder=2)
+        st = line_kw(arm)
+        ax.scatter(np.full(len(wide), i), wide[arm], color=st["color"], marker=st["marker"], s=14, zorder=2)
         m, lo, hi = stats.bootstrap_ci(wide[arm])
-        ax.errorbar(i + 0.18, m, yerr=[[m - lo], [hi - m]], color="k", fmt="o", ms=4, capsize=3, zorder=3)
+        ci = wide[arm].notna().sum() >= stats.MIN_CI_N
+        ax.errorbar(i + 0.18, m, yerr=[[m - lo], [hi - m]] if ci else None, color="k", fmt="D", ms=4,
+                    capsize=3, zorder=3, label=("mean, 95 % CI" if ci else "mean (n < 3: no CI)") if i == 0 else None)
     labels = list(arms)
     if reference in wide:
         cmp = stats.compare_to(fin, group="arm", reference=reference).set_index("arm")
         labels = [f"{a}\np={cmp.loc[a, 'p']:.3g}" if a in cmp.index else a for a in arms]
     ax.set_xticks(xs, labels)
-    ax.set(ylabel="final held-out MSE", title=f"Final loss, paired by seed (n={len(wide)})")
+    ax.set(ylabel="final held-out MSE", title=f"Final loss; grey lines join a seed (n={len(wide)})")
+    ax.legend(fontsize=7, loc="upper left")
     return fig
 
 
@@ -134,7 +140,8 @@ def draw_lineage(lineage: pd.DataFrame, seed: int | None = None) -> plt.Figure:
                 par = d.loc[r.parent_id]
                 ax.plot([par.created_round, r.created_round], [par.generation, r.generation],
                         color=colour(arm), lw=1.0)
-        ax.scatter(chain.created_round, chain.generation, s=10, color=colour(arm), label="installed")
+        ax.scatter(chain.created_round, chain.generation, s=12, color=colour(arm), marker=line_kw(arm)["marker"],
+                   label="installed")
         ax.set(xlabel="round created", title=f"{arm}, seed {seed}")
         ax.legend(loc="upper left")
     axes[0][0].set_ylabel("generation (lineage depth)")
@@ -172,13 +179,18 @@ def draw_all(scale: str) -> list[str]:
 
 def stats_table(scale: str) -> pd.DataFrame:
     """Fig. 2b statistics: final held-out MSE of every arm against ``sgd`` and ``random_promote``,
-    paired on seed (sign-flip permutation test), with each arm's mean and 95 % bootstrap CI."""
+    paired on seed: n, the arm's mean and 95 % bootstrap CI, the mean difference arm − reference with
+    its 95 % bootstrap CI, and the sign-flip permutation p-value (NaN with one seed)."""
     fin = final_heldout(load_data(scale)["rows"])
     cis = {a: stats.bootstrap_ci(g["value"]) for a, g in fin.groupby("arm")}
-    refs = [r for r in ("sgd", "random_promote") if r in cis]
-    t = pd.concat([stats.compare_to(fin, group="arm", reference=r) for r in refs], ignore_index=True)
-    t.insert(0, "figure", "fig2b")
-    t.insert(1, "metric", "final held-out MSE")
-    t["mean"] = t["arm"].map(lambda a: cis[a][0])
-    t["ci95"] = t["arm"].map(lambda a: f"[{cis[a][1]:.4f}, {cis[a][2]:.4f}]")
-    return t
+    ns = fin.groupby("arm")["value"].count().to_dict()
+    ok = lambda n: n >= stats.MIN_CI_N  # noqa: E731
+    parts = [stats.paired_differences(fin, group="arm", reference=r)[1] for r in ("sgd", "random_promote") if r in cis]
+    t = pd.concat(parts, ignore_index=True)
+    return pd.DataFrame({
+        "figure": "fig2b", "metric": "final held-out MSE", "arm": t["arm"], "reference": t["reference"],
+        "n": t["n"], "mean": t["arm"].map(lambda a: cis[a][0]),
+        "ci95": t["arm"].map(lambda a: f"[{cis[a][1]:.4f}, {cis[a][2]:.4f}]" if ok(ns[a]) else f"none (n = {ns[a]})"),
+        "effect (arm - ref)": t["mean"],
+        "effect ci95": [f"[{lo:.4f}, {hi:.4f}]" if ok(n) else f"none (n = {n})" for lo, hi, n in zip(t["lo"], t["hi"], t["n"])],
+        "p": t["p"], "test": t["test"]})
