@@ -3,12 +3,15 @@
 ``generate_agents(base, prompts, names)`` answers ``prompts`` with every adapter in ``names`` in
 batched ``generate`` calls whose rows carry their own adapter (peft mixed-adapter batches,
 ``adapter_names=[...]`` one name per row). ``generate_agents_loop`` is the seed's reference
-(``set_adapter`` per agent); both give the same answers (tests/test_llm_generate.py).
+(``set_adapter`` per agent); both give the same answers (tests/test_society.py on the tiny base, tests/test_smollm2.py on
+SmolLM2).
 Decoding: greedy, left padding, ``max_new_tokens`` sized to the task answers.
 """
 from __future__ import annotations
 
 from typing import Sequence
+
+from . import timing as _timing
 
 BASE_ROW = "__base__"  # peft's name for "no adapter" in a mixed batch
 
@@ -30,7 +33,13 @@ def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] 
                                   max_new_tokens=max_new_tokens, pad_token_id=pad,
                                   eos_token_id=base.tok.eos_token_id, temperature=None, top_p=None,
                                   top_k=None, **kw)
-    return base.tok.batch_decode(out[:, L:], skip_special_tokens=True)
+    new = out[:, L:]
+    if _timing._ACTIVE is not None:  # tokens for the phase timer: prefill, and new tokens up to EOS
+        eos = new == base.tok.eos_token_id
+        n_new = torch.where(eos.any(1), eos.int().argmax(1) + 1, new.shape[1])
+        _timing.count(prompt_tokens=int(att.sum()), gen_tokens=int(n_new.sum()), gen_calls=1,
+                      decode_row_steps=new.shape[0] * new.shape[1])
+    return base.tok.batch_decode(new, skip_special_tokens=True)
 
 
 def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: bool = False,
