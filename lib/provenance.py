@@ -3,10 +3,16 @@
 :func:`manifest_table` compares, for every experiment of a scale, the ``manifest.json`` of its data
 folder with ``configs/<experiment>/<scale>.yaml`` (both validated, so defaults count the same);
 :func:`write_index` turns ``figures/<scale>/index.json`` (written by :func:`lib.figures.save_figure`)
-into ``figures/<scale>/INDEX.md``.
+into ``figures/<scale>/INDEX.md``, where the data of a panel is listed as glob patterns with counts
+(``data/cpu/tool_mutation/sgd_s*.csv`` (16 files)) and only files and manifests that exist are named;
+:func:`check_index` verifies that every figure file, data file and manifest the index names exists
+and that each manifest's git commit is an ancestor of ``HEAD`` (``git merge-base --is-ancestor``).
 """
 from __future__ import annotations
 
+import re
+import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -49,6 +55,82 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def existing(paths) -> list[str]:
+    """The repository-relative ``paths`` that exist (files or folders)."""
+    return [p for p in paths if (REPO_ROOT / p).exists()]
+
+
+def data_patterns(paths) -> list[tuple[str, int]]:
+    """Existing data files grouped as ``(glob pattern, count)``: digit runs in a file name become ``*``
+    (``sgd_s0.csv``, ``sgd_s1.csv`` -> ``sgd_s*.csv``, 2); a group of one file keeps its own name."""
+    files = existing(paths)
+    pattern = lambda p: str(Path(p).parent / re.sub(r"\d+", "*", Path(p).name))  # noqa: E731
+    groups = Counter(pattern(p) for p in files)
+    out = []
+    for p in files:
+        key = pattern(p)
+        item = (key, groups[key]) if groups[key] > 1 else (p, 1)
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def manifests_of(paths) -> list[str]:
+    """The ``manifest.json`` of each existing data path: in its folder or the nearest folder above it
+    (below the repository root); only manifests that exist."""
+    out = []
+    for p in existing(paths):
+        for folder in (REPO_ROOT / p).parents:
+            if folder == REPO_ROOT or REPO_ROOT not in folder.parents:
+                break
+            if (folder / "manifest.json").is_file():
+                m = rel(folder / "manifest.json")
+                if m not in out:
+                    out.append(m)
+                break
+    return sorted(out)
+
+
+def commit_status(commit: str | None) -> str:
+    """``ancestor`` when ``commit`` is in ``HEAD``'s history, ``not an ancestor`` when the repository
+    knows it but ``HEAD`` does not descend from it, else ``not verified`` (unknown here, e.g. a
+    shallow clone, or no git)."""
+    if not commit or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        return "not verified"
+    try:
+        known = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=REPO_ROOT,
+                               capture_output=True, timeout=10).returncode == 0
+        if not known:
+            return "not verified"
+        rc = subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=REPO_ROOT,
+                            capture_output=True, timeout=10).returncode
+    except (OSError, subprocess.SubprocessError):
+        return "not verified"
+    return {0: "ancestor", 1: "not an ancestor"}.get(rc, "not verified")
+
+
+def check_index(scale: str) -> pd.DataFrame:
+    """Every file the index of ``scale`` names, one row each: ``kind`` (figure | data | manifest),
+    ``path``, ``exists``; manifests add ``commit``, ``dirty`` and ``commit_status`` (:func:`commit_status`)."""
+    idx = read_index(scale)
+    rows, seen = [], set()
+    for e in idx.values():
+        data = e.get("data") or []
+        for kind, paths in (("figure", e["files"]), ("data", data), ("manifest", manifests_of(data))):
+            for p in paths:
+                if (kind, p) in seen:
+                    continue
+                seen.add((kind, p))
+                row = {"kind": kind, "path": p, "exists": (REPO_ROOT / p).exists()}
+                if kind == "manifest":
+                    m = read_manifest((REPO_ROOT / p).parent) or {}
+                    g = m.get("git") or {}
+                    row |= {"commit": (g.get("commit") or "")[:10], "dirty": g.get("dirty"),
+                            "commit_status": commit_status(g.get("commit"))}
+                rows.append(row)
+    return pd.DataFrame(rows, columns=["kind", "path", "exists", "commit", "dirty", "commit_status"])
+
+
 def write_index(scale: str) -> Path:
     """Write ``figures/<scale>/INDEX.md`` listing every saved figure and SI panel."""
     idx = read_index(scale)
@@ -63,9 +145,10 @@ def write_index(scale: str) -> Path:
         for n in names:
             e = idx[n]
             data = e.get("data") or []
-            manifests = sorted({str(Path(d).parent / "manifest.json") for d in data})
+            manifests = manifests_of(data)
+            shown = ", ".join(f"`{p}`" + (f" ({k} files)" if k > 1 else "") for p, k in data_patterns(data))
             lines.append(f"| `{n}` | {e['caption']} | {', '.join(f'`{f}`' for f in e['files'])} | "
-                         f"{', '.join(f'`{d}`' for d in data)} | `{e.get('config')}` | "
+                         f"{shown} | `{e.get('config')}` | "
                          f"{', '.join(f'`{m}`' for m in manifests)} | `{e.get('notebook')}` |")
         lines.append("")
     out = figures_dir(scale) / "INDEX.md"
