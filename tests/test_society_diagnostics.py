@@ -107,8 +107,9 @@ def expected_gap(fam, s):
 
 
 def test_founders_matrix_and_specialist_gaps():
-    rows = frame(founders_rows() + founders_rows("no_sex", junk=True))
-    assert dg.founders_arm(rows) == "full"
+    rows = frame(founders_rows("no_sex", junk=True) + founders_rows())
+    assert dg.founders_arm(rows) == "full" and dg.families_in(rows) == FAMS
+    assert dg.founders_arm(rows[rows.arm == "no_sex"]) == "no_sex"
     mat = dg.founders_matrix(rows, FAMS)
     assert list(mat.index) == [-1, 0, 1, 2, 3, 4, 5]
     assert mat.loc[-1, "role"] == "base" and mat.loc[-1, "lists"] == pytest.approx(0.4)
@@ -220,3 +221,63 @@ def test_elitism_comparison_empty_without_variants():
     rows = frame(agent_rows("full", 0, 0, 0, test_overall=0.5))
     pts, summ = dg.elitism_comparison(rows)
     assert pts.empty and summ.empty
+
+
+# ----------------------------------------------------------------------------- SI panels S3c-S3g
+
+
+def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4, generations=3) -> pd.DataFrame:
+    """Rows shaped like lib.llm.society's v2 loop with diagnostics (values random, seeded)."""
+    rows = []
+    for s in seeds:
+        for arm in arms:
+            for t in range(generations):
+                rng = np.random.default_rng([s] if t == 0 else [s, t, sum(map(ord, arm))])  # founders shared
+                acc = rng.uniform(0.1, 0.9, (agents, len(FAMS)))
+                for a in range(agents):
+                    m = {f"test_{f}": acc[a, k] for k, f in enumerate(FAMS)}
+                    m["test_overall"] = acc[a].mean()
+                    ha, hb = rng.uniform(0, 1, 2)
+                    m.update(val_overall=(ha + hb) / 2, val_half_a=ha, val_half_b=hb)
+                    rows += agent_rows(arm, s, t, a, selected=a < 2, conformity=rng.uniform(), score=rng.uniform(), **m)
+                if t == 0:
+                    rows += birth_rows(arm, s, 0, -1, **{f"base_test_{f}": 0.3 for f in FAMS + ["overall"]})
+                else:
+                    for a in range(agents):
+                        if arm.endswith("@e1") and a == 0:
+                            rows += birth_rows(arm, s, t, a, parents=0.0, elite=1.0)
+                            continue
+                        b = {"parents": 1.0, "inherit_n": 30.0, "source_test_overall": rng.uniform(),
+                             "source_val_overall": rng.uniform()}
+                        if arm != "no_sex":
+                            b.update(merge_winner=float(rng.integers(0, 2)), merge_gain_val=rng.normal(0, 0.05))
+                        rows += birth_rows(arm, s, t, a, **b)
+    return frame(rows)
+
+
+def test_si_panels_draw_with_ci_and_skip_without_their_data():
+    import matplotlib.pyplot as plt
+    from lib.plots import society as plots
+    from lib.plots import society_diagnostics as sd
+
+    names = [p.name for p in plots.PANELS]
+    mine = [p.name for p in sd.panels()]
+    assert mine == ["S3c_society_founders", "S3d_society_selection_differential", "S3e_society_recombination_gain",
+                    "S3f_society_inheritance_fidelity", "S3g_society_elitism"]
+    assert names[-5:] == mine and len(set(names)) == len(names)
+    df = synthetic_run()
+    for p in sd.panels():
+        fig = p.draw({"rows": df})
+        assert fig is not None, p.name
+        if p.name in ("S3d_society_selection_differential", "S3f_society_inheritance_fidelity", "S3g_society_elitism"):
+            assert fig.axes[0].collections, p.name  # a CI band over 3 seeds
+        plt.close(fig)
+    # rows without the diagnostics metrics (written before them) and without @e1 arms: all skipped
+    old = df[~df["metric"].isin([
+        "val_half_a", "val_half_b", "base_test_overall", "merge_gain_val", "merge_winner",
+        "source_test_overall", "source_val_overall", "elite", "inherit_n"])]
+    assert all(p.draw({"rows": old}) is None for p in sd.panels())
+    no_e1 = df[~df["arm"].str.contains("@e")]
+    assert sd.panels()[-1].draw({"rows": no_e1}) is None
+    assert sd.panels()[2].draw({"rows": no_e1}) is not None
+    plt.close("all")

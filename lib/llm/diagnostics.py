@@ -71,15 +71,23 @@ def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value", *, 
 # ----------------------------------------------------------------------------- founders
 
 
+def families_in(rows: pd.DataFrame) -> list[str]:
+    """The task families of the rows, in the config's order (agents' ``test_<family>`` rows are
+    written in ``cfg["families"]`` order, which also fixes each founder's family)."""
+    return [m[5:] for m in dict.fromkeys(rows["metric"]) if str(m).startswith("test_") and m != "test_overall"]
+
+
 def founder_family(families, agent: int) -> str:
     """Founder ``agent`` specialises in ``families[agent % len(families)]`` (as lib.llm.society)."""
     return families[int(agent) % len(families)]
 
 
 def founders_arm(rows: pd.DataFrame) -> str:
-    """The arm the founders are read from: the first arm in the rows. Every arm of a seed starts from
-    the same founders (generation-0 rows are identical across arms), so one arm suffices."""
-    return str(rows["arm"].iloc[0])
+    """The arm the founders are read from: ``full`` when present, else the first arm in the rows.
+    Every arm of a seed starts from the same founders (its generation-0 rows are identical across
+    arms), so one arm suffices."""
+    arms = list(dict.fromkeys(rows["arm"]))
+    return "full" if "full" in arms else str(arms[0])
 
 
 def _founder_rows(rows: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,268 @@
+"""SI panels S3c–S3g: diagnostics of the society's operators (:mod:`lib.llm.diagnostics`).
+
+Registered in :data:`lib.plots.society.PANELS` (``draw_all`` saves them with Fig. 3 / S3, notebook 05
+lists them). Each panel reduces a statistic to one number per seed, then shows the mean over seeds
+with its bootstrap 95 % CI (only with ≥ 3 seeds; dots: seeds). A panel whose data is absent (rows
+written before the loop recorded its diagnostics — no ``val_half_a``, ``base_test_*``, ``merge_*``,
+``source_*`` rows — or no ``<arm>@e1`` arms) is skipped (``draw`` returns None), so older data keeps
+its panel set.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
+import numpy as np
+import pandas as pd
+
+from ..figures import REFERENCE_GREY, arm_style, line_kw, paired_difference_panel, use_style
+from ..llm import diagnostics as dg
+from ..stats import MIN_CI_N
+
+
+def _society():
+    # imported on use: lib.plots.society imports this module to register PANELS
+    from . import society
+    return society
+
+
+def _ci_ok(r) -> bool:
+    return r["n"] >= MIN_CI_N and np.isfinite(r["lo"])
+
+
+def _n_text(summ: pd.DataFrame) -> str:
+    n = sorted(set(int(v) for v in summ["n"])) or [0]
+    return (f"n = {n[0]} seed" + ("s" if n[0] != 1 else "")) if len(n) == 1 else f"n = {n[0]}–{n[-1]} seeds"
+
+
+def _arm_points(ax, pts: pd.DataFrame, summ: pd.DataFrame, value: str, order, *, mean="mean", lo="lo", hi="hi"):
+    """One column per arm: a small dot per seed (per-seed mean of ``value``), the mean over seeds and
+    its 95 % CI (error bar only with ≥ 3 seeds); a line at 0."""
+    per_seed = pts.groupby(["arm", "seed"], as_index=False)[value].mean()
+    for i, a in enumerate(order):
+        st = arm_style(a)
+        d = per_seed.loc[per_seed["arm"] == a, value].to_numpy()
+        jit = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(len(d))
+        ax.scatter(i - 0.12 + jit, d, s=11, color=st["color"], alpha=0.55, lw=0, zorder=2)
+        r = summ[summ["arm"] == a].iloc[0]
+        ci = r["n"] >= MIN_CI_N and np.isfinite(r[lo])
+        ax.errorbar(i + 0.14, r[mean], yerr=[[r[mean] - r[lo]], [r[hi] - r[mean]]] if ci else None,
+                    fmt=st["marker"], ms=5, color=st["color"], mfc=st["mfc"], capsize=3, lw=1.2, zorder=3)
+    ax.set_xticks(range(len(order)), order, rotation=30 if len(order) > 3 else 0,
+                  ha="right" if len(order) > 3 else "center", fontsize=7)
+    ax.set_xlim(-0.6, len(order) - 0.4)
+
+
+def _gen_lines(ax, summ: pd.DataFrame, order, ylabel: str, title: str, zero: bool = True):
+    """Mean over seeds per generation, one line per arm in its style; band: 95 % CI (≥ 3 seeds);
+    ``zero``: a line at 0 (for differences)."""
+    for a in order:
+        x = summ[summ["arm"] == a].sort_values("generation")
+        if x.empty:
+            continue
+        ax.plot(x["generation"], x["mean"], **line_kw(a, ms=3.5, lw=1.2))
+        ok = x[(x["n"] >= MIN_CI_N) & np.isfinite(x["lo"])]
+        if len(ok):
+            ax.fill_between(ok["generation"], ok["lo"], ok["hi"], color=arm_style(a)["color"], alpha=0.12, lw=0)
+    if zero:
+        ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+    ax.set_xlabel("generation")
+    gens = sorted(set(int(g) for g in summ["generation"]))
+    if len(gens) <= 2:  # a locator would invent fractional generations around one or two points
+        ax.set_xticks(gens)
+        ax.set_xlim(min(gens) - 0.5, max(gens) + 0.5) if gens else None
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+
+
+# ----------------------------------------------------------------------------- S3c founders
+
+
+def draw_founders(df: pd.DataFrame, families=None):
+    """S3c. (a) Generation-0 test accuracy, agent × family (mean over seeds), the bare base on top,
+    each founder labelled with its specialism; (b) per family, specialists minus the other founders
+    on that family (dots: seeds; mean, 95 % CI), with the issue-10 thresholds (0.10 each, 0.15 mean)."""
+    use_style()
+    fams = list(families or dg.families_in(df))
+    mat = dg.founders_matrix(df, fams)
+    gaps_pts = dg.specialist_gaps(df, fams, per_seed=True)
+    gaps = dg.specialist_gaps(df, fams)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.8, 0.32 * len(mat) + 2.0),
+                                 gridspec_kw={"width_ratios": [1.1, 1]})
+    vals = mat[fams].to_numpy(float)
+    im = a1.imshow(vals, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for (i, j), v in np.ndenumerate(vals):
+        if np.isfinite(v):
+            a1.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5,
+                    color="black" if v > 0.55 else "white")
+    labels = ["base" if a < 0 else f"{a} ({r})" for a, r in zip(mat.index, mat["role"])]
+    a1.set_yticks(range(len(mat)), labels, fontsize=7)
+    a1.set_xticks(range(len(fams)), fams, fontsize=7)
+    a1.grid(False)
+    for i, a in enumerate(mat.index):  # outline each founder's own family
+        if a >= 0:
+            j = fams.index(mat.loc[a, "role"])
+            a1.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="white", lw=1.6))
+    if (mat.index < 0).any():
+        a1.axhline(0.5, color="white", lw=2.5)
+    fig.colorbar(im, ax=a1, fraction=0.046, pad=0.03).set_label("test accuracy", fontsize=7)
+    n = int(mat["n"].max()) if len(mat) else 0
+    a1.set_title(f"(a) generation 0, arm {dg.founders_arm(df)!r}, mean of {n} seed{'s' if n != 1 else ''};"
+                 "\nframed: the founder's own family", fontsize=7, loc="left")
+    order = fams + ["mean"]
+    st = arm_style("full")
+    for i, f in enumerate(order):
+        d = gaps_pts.loc[gaps_pts["family"] == f, "gap"].to_numpy()
+        jit = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(len(d))
+        a2.scatter(i - 0.12 + jit, d, s=11, color=st["color"], alpha=0.55, lw=0, zorder=2)
+        r = gaps[gaps["family"] == f]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        a2.errorbar(i + 0.14, r["mean"], yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]] if _ci_ok(r) else None,
+                    fmt="D", ms=5, color="black", capsize=3, lw=1.2, zorder=3)
+        thr = dg.GAP_MEAN if f == "mean" else dg.GAP_EACH
+        a2.plot([i - 0.4, i + 0.4], [thr, thr], color=REFERENCE_GREY, ls="--", lw=0.9, zorder=1)
+    a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+    a2.set_xticks(range(len(order)), order, fontsize=7)
+    a2.set_xlim(-0.6, len(order) - 0.4)
+    a2.set_ylabel("specialists − other founders\n(test accuracy on the family)")
+    a2.set_title(f"(b) specialist gap; {_n_text(gaps)}; dashed: threshold\n"
+                 + ("dots: seeds; mean, 95 % CI" if len(gaps) and (gaps["n"] >= MIN_CI_N).all()
+                    else "dots: seeds; mean (no CI with n < 3)"), fontsize=7, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- S3d selection
+
+
+def draw_selection_differential(df: pd.DataFrame):
+    """S3d. Selected minus not-selected agents' mean accuracy per generation, (a) on val (the
+    grounded signal selection sees) and (b) on test (data it never sees); one line per arm, mean
+    over seeds, band: 95 % CI."""
+    use_style()
+    pts, _ = dg.selection_differential(df)
+    per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
+    order = _society().arms_in(pts)
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.1), sharey=True)
+    for ax, (m, what) in zip(axes, (("val", "(a) val accuracy"), ("test", "(b) test accuracy (never seen)"))):
+        s = per_gen[per_gen["metric"] == m]
+        _gen_lines(ax, s, order, "selected − not selected", f"{what}; {_n_text(s)}")
+    axes[1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- S3e recombination
+
+
+def draw_recombination_gain(df: pd.DataFrame):
+    """S3e. Sexual arms: (a) the screened merge's val accuracy minus its parents' mean val accuracy;
+    (b) the share of children whose winning merge is candidate 0, the plain average. Dots: seeds
+    (mean over children and generations); marker: mean over seeds, 95 % CI."""
+    use_style()
+    pts, summ = dg.recombination_gain(df)
+    order = _society().arms_in(pts)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.4, 3.1))
+    _arm_points(a1, pts, summ, "gain", order, mean="gain", lo="gain_lo", hi="gain_hi")
+    a1.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+    a1.set_ylabel("winner val − parents' mean val")
+    a1.set_title(f"(a) recombination gain; {_n_text(summ)}", fontsize=8, loc="left")
+    _arm_points(a2, pts, summ, "plain", order, mean="plain_share", lo="plain_lo", hi="plain_hi")
+    a2.set_ylim(-0.05, 1.05)
+    a2.set_ylabel("share won by the plain average")
+    a2.set_title("(b) candidate 0 (plain average) wins", fontsize=8, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- S3f inheritance
+
+
+def draw_inheritance_fidelity(df: pd.DataFrame):
+    """S3f. Mutation load: a child's test accuracy at generation t+1 minus its source's at t (the
+    winning merge or the copied parent; elites excluded). (a) per generation, one line per arm;
+    (b) per arm over all generations (dots: seeds). Mean over seeds, 95 % CI."""
+    use_style()
+    pts, per_gen = dg.inheritance_fidelity(df)
+    order = _society().arms_in(pts)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.8, 3.1), gridspec_kw={"width_ratios": [1.1, 1]})
+    _gen_lines(a1, per_gen, order, "child − source (test accuracy)", f"(a) per generation; {_n_text(per_gen)}")
+    a1.legend(fontsize=6)
+    summ = dg.ci_over_seeds(pts, ["arm"], "diff")
+    _arm_points(a2, pts, summ, "diff", order)
+    a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+    a2.set_ylabel("child − source, all generations")
+    a2.set_title("(b) per arm; dots: seeds", fontsize=8, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- S3g elitism
+
+
+def draw_elitism(df: pd.DataFrame):
+    """S3g. Elitism 1 against 0 for each arm run both ways (``X@e1`` vs ``X``): (a) population test
+    accuracy per generation; (b) last generation, X@e1 − X on the same seed, population mean; (c) the
+    same for the top-scoring agent (the one the loop keeps). Dots: seeds; mean, 95 % CI, paired p."""
+    use_style()
+    soc = _society()
+    pairs = dg.elitism_pairs(df["arm"])
+    arms = [a for a in soc.arms_in(df) if a in pairs or a in pairs.values()]
+    pts, summ = dg.elitism_comparison(df)
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(10.4, 3.5), gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    d = soc.population_metric(df[df["arm"].isin(arms)], "test_overall")
+    t = soc.mean_ci_table(d, ["arm", "generation"])
+    _gen_lines(a1, t, arms, "test accuracy (population mean)", f"(a) per generation; {_n_text(t)}", zero=False)
+    a1.legend(fontsize=6)
+    order = [a for a in arms if a in pairs]
+    for ax, stat, what in ((a2, "mean", "population mean"), (a3, "top_scored", "top-scoring agent")):
+        p, s = pts[pts["statistic"] == stat], summ[summ["statistic"] == stat]
+        paired_difference_panel(ax, p, s, group="arm", order=order, reference="X (elitism 0)",
+                                ylabel=f"X@e1: test acc., {what}")
+        ax.set_title(f"({'b' if stat == 'mean' else 'c'}) last generation; "
+                     + ax.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def _when(metrics, fn):
+    """``draw(data)`` for :class:`lib.plots.society.Panel`: ``fn(rows)``, or None unless every one
+    of ``metrics`` is in the rows."""
+    def draw(data):
+        rows = data["rows"]
+        return fn(rows) if set(metrics) <= set(rows["metric"]) else None
+    return draw
+
+
+def _elitism(data):
+    rows = data["rows"]
+    return draw_elitism(rows) if dg.elitism_pairs(rows["arm"]) and "val_half_a" in set(rows["metric"]) else None
+
+
+def panels() -> list:
+    """The S3c–S3g :class:`lib.plots.society.Panel` entries (appended to ``lib.plots.society.PANELS``)."""
+    Panel = _society().Panel
+    return [
+        Panel("S3c_society_founders", _when(["base_test_overall"], draw_founders),
+              "Founders at generation 0: (a) test accuracy per agent and family (mean over seeds), the bare base "
+              "on top, each founder's own family framed; (b) specialists minus the other founders on their family "
+              "per seed, mean and bootstrap 95 % CI, with the thresholds 0.10 (each) and 0.15 (mean)."),
+        Panel("S3d_society_selection_differential", _when(["val_half_a", "test_overall"], draw_selection_differential),
+              "Selection differential: mean accuracy of the selected minus the not-selected agents, per generation "
+              "and arm, on val (seen by selection) and on test (never seen); mean over seeds, band: 95 % CI."),
+        Panel("S3e_society_recombination_gain", _when(["merge_gain_val"], draw_recombination_gain),
+              "Recombination gain of the sexual arms: (a) the screened merge's val accuracy minus its parents' "
+              "mean; (b) share of children whose merge is the plain average (candidate 0). Dots: seeds; mean, 95 % CI."),
+        Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
+              "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
+              "excluded), (a) per generation and arm, (b) per arm; mean over seeds, 95 % CI."),
+        Panel("S3g_society_elitism", _elitism,
+              "Elitism 1 vs 0 (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation paired "
+              "differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI, paired p."),
+    ]
