@@ -102,12 +102,13 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
             stopped = f"max_generations={max_generations}"
             break
         est = measured_gen_s(cfg, folder)
-        no_founders = not (society.adapters_root(cfg) / f"s{seed}" / "founders").is_dir()
+        no_founders = not any((society.adapters_root(cfg) / f"s{seed}").glob("founders*"))
         if est is not None and t == 0 and no_founders and founders_s is not None:
             est += founders_s
         elapsed = time.perf_counter() - t0
         if elapsed >= budget_s or (est is not None and elapsed + est > budget_s):
-            stopped = (f"{budget_s - elapsed:.0f} s left in the budget < {est:.0f} s for the next generation "
+            need = "" if est is None else f" < {est:.0f} s measured for"
+            stopped = (f"{max(0.0, budget_s - elapsed):.0f} s left in the budget{need} the next generation "
                        f"({arm}, seed {seed}, generation {t})")
             break
         timer = PhaseTimer()
