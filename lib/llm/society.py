@@ -66,9 +66,9 @@ DIAGNOSTICS = {
     "elite": "1 for an agent copied unchanged from the previous generation (its parents row is e*100+e)",
     "inherit_n": "usable (parsed) answers the child was trained on (< 8: the child is a copy)",
     "source_test_overall": "test accuracy of the child's source at t: the winning merge, or the copied parent",
-    "source_val_overall": "val accuracy of the child's source at t",
+    "source_val_overall": "accuracy of the child's source at t on the screening pool (val's first n_screen per family)",
     "merge_winner": "index of the screened winner among the n_candidates merges (0 = plain average)",
-    "merge_gain_val": "winner's val accuracy minus its two parents' mean val accuracy",
+    "merge_gain_val": "winner's screening-pool accuracy minus its two parents' mean on the same tasks",
 }
 
 SCHEMA = {
@@ -80,7 +80,9 @@ SCHEMA = {
     "g": Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"),
     "lam": Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"),
     "n_test": Field(int, 40, min=1, doc="test tasks per family (reporting only)"),
-    "n_val": Field(int, 30, min=1, doc="validation tasks per family (grounded signal, screening)"),
+    "n_val": Field(int, 30, min=1, doc="validation tasks per family (grounded selection signal)"),
+    "n_screen": Field(int, 0, min=0, doc="val tasks per family that screen the candidate merges (the first "
+                                          "n_screen of each family's val tasks); 0 = all n_val (seed)"),
     "n_conf": Field(int, 60, min=1, doc="conformity-pool tasks per generation (split over families)"),
     "n_inherit": Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"),
     "n_candidates": Field(int, 6, min=1, doc="merge-weight candidates screened per pair"),
@@ -171,6 +173,8 @@ def _checks(cfg: dict) -> list[str]:
     for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in cfg["arms"] if ok(a)} | {cfg["elitism"]}):
         if e > min(P, N - 1):
             errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
+    if cfg["n_screen"] > cfg["n_val"]:
+        errs.append(f"n_screen ({cfg['n_screen']}) must be <= n_val ({cfg['n_val']}): it screens on a part of val")
     nf = len(cfg["families"])
     for k in ("n_conf", "n_inherit"):
         if cfg[k] < nf:
@@ -458,6 +462,10 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     val = make_pool(fams, cfg["n_val"], 3000, hard=cfg["hard"])
     test_p, val_p = [x.prompt for x in test], [x.prompt for x in val]
     nt, nv = len(test), len(val)
+    # the screening pool: the first n_screen val tasks of each family (all of val by default)
+    ns = cfg["n_screen"] or cfg["n_val"]
+    scr_idx = [k for k in range(nv) if k % cfg["n_val"] < ns]
+    screen, screen_p = [val[k] for k in scr_idx], [val_p[k] for k in scr_idx]
 
     def acc(outputs, tasks) -> dict:
         return fitness(outputs, tasks, fams, verifier)
@@ -489,6 +497,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
             outs = generate_agents(base, test_p + val_p + conf_prompts, names, **gkw)
             fit_test = [acc(o[:nt], test) for o in outs]
             fit_val = np.array([acc(o[nt:nt + nv], val)["overall"] for o in outs])
+            fit_screen = np.array([acc([o[nt + k] for k in scr_idx], screen)["overall"] for o in outs])
             halves = [(acc(o[nt:nt + nv:2], val[0::2])["overall"], acc(o[nt + 1:nt + nv:2], val[1::2])["overall"])
                       for o in outs]  # split-half reliability of the selection signal
             conf_outs = [o[nt + nv:] for o in outs]
@@ -531,9 +540,9 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
                         for k in range(n_cand):
                             cands.append(merge_adapters(base, [names[pa], names[pb]], weights[c][k].tolist(),
                                                         f"t{t}c{c}k{k}", method))
-                    if s["g"] > 0:  # grounded screening: verifier on val
-                        co = generate_agents(base, val_p, cands, **gkw)
-                        v = [acc(o, val)["overall"] for o in co]
+                    if s["g"] > 0:  # grounded screening: verifier on (the screening part of) val
+                        co = generate_agents(base, screen_p, cands, **gkw)
+                        v = [acc(o, screen)["overall"] for o in co]
                     else:  # ungrounded screening: agreement with the consensus only
                         co = generate_agents(base, conf_prompts, cands, **gkw)
                         v = [agreement(o, consensus) for o in co]
@@ -541,23 +550,24 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
                     winners = [f"t{t}c{c}k{b}" for c, b in enumerate(best)]
                 with clock("inherit"):
                     # the winners answer the inheritance pool, and the test (and, where screening did
-                    # not use it, val) pool for the diagnostics only
-                    extra = test_p + (val_p if s["g"] == 0 else [])
+                    # not use it, the screening) pool for the diagnostics only
+                    extra = test_p + (screen_p if s["g"] == 0 else [])
                     wo = generate_agents(base, iprompts + extra, winners, **gkw)
                 sources = []
                 for c, ((pa, pb), o) in enumerate(zip(pairs, wo)):
                     ni = len(iprompts)
-                    w_val = v[c * n_cand + best[c]] if s["g"] > 0 else acc(o[ni + nt:], val)["overall"]
+                    w_val = v[c * n_cand + best[c]] if s["g"] > 0 else acc(o[ni + nt:], screen)["overall"]
                     sources.append({"parents": (pa, pb), "answers": o[:ni],
                                     "src_test": acc(o[ni:ni + nt], test)["overall"], "src_val": w_val,
-                                    "merge_winner": best[c], "merge_gain_val": w_val - (fit_val[pa] + fit_val[pb]) / 2})
+                                    "merge_winner": best[c],
+                                    "merge_gain_val": w_val - (fit_screen[pa] + fit_screen[pb]) / 2})
             else:
                 src = [parents[c % len(parents)] for c in range(n_bred)]
                 uniq = sorted(set(src))
                 with clock("inherit"):
                     ans = dict(zip(uniq, generate_agents(base, iprompts, [names[p] for p in uniq], **gkw)))
                 sources = [{"parents": (p, p), "answers": ans[p], "src_test": fit_test[p]["overall"],
-                            "src_val": fit_val[p]} for p in src]
+                            "src_val": fit_screen[p]} for p in src]
             remove_all(base)
 
             # ---- reproduce: elites copied; a fresh LoRA per child trained on its source's answers
