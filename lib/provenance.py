@@ -139,6 +139,11 @@ def write_index(scale: str) -> Path:
     lines = [f"# Figures at the `{scale}` scale", "",
              "Every main-figure panel and SI panel, what it shows, and where it comes from. "
              "Regenerate with `make reproduce SCALE=" + scale + "` (notebook 05 rebuilds all from `data/" + scale + "/`).", ""]
+    pages = sorted((figures_dir(scale) / "notebooks").glob("*.html"))
+    if pages:  # static pages of the executed notebooks (lib.reproduce renders them)
+        lines += ["## Executed notebooks", "",
+                  f"The notebooks as executed at the `{scale}` scale, as static pages (no Jupyter needed): "
+                  + ", ".join(f"[{p.stem}](notebooks/{p.name})" for p in pages) + ".", ""]
     for title, names in (("Main figures", main), ("SI panels", si)):
         lines += [f"## {title}", "", "| panel | shows | files | data | config | manifest | notebook |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

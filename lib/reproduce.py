@@ -6,6 +6,11 @@ clean. A notebook's data that already exists for that scale and matches its conf
 ``--force`` first moves that data aside (to ``build/<scale>/previous/``, nothing is deleted) so it is
 recomputed. The ``paper`` scale needs CUDA for the society: on a machine without it the runner says
 so up front, skips notebook 03 and rebuilds everything else.
+
+At the ``cpu`` and ``paper`` scales each executed notebook is also rendered to a self-contained
+static page (nbconvert, images embedded) ``figures/<scale>/notebooks/<notebook>.html``, linked from
+``figures/<scale>/INDEX.md`` (at ``smoke`` the committed notebooks are the executed ones);
+``--html-only`` renders the executed notebooks already in ``build/<scale>/`` without running anything.
 """
 from __future__ import annotations
 
@@ -80,6 +85,29 @@ def papermill_command(step: Step, scale: str, out: Path, skip: list[str]) -> lis
     return cmd
 
 
+HTML_SCALES = ("cpu", "paper")  # smoke: the committed notebooks are already executed at smoke
+
+
+def html_dir(scale: str) -> Path:
+    """Where the static pages of the executed notebooks of ``scale`` go: ``figures/<scale>/notebooks/``."""
+    return figures_dir(scale) / "notebooks"
+
+
+def render_html(executed: Path, scale: str) -> Path:
+    """Render an executed notebook to ``figures/<scale>/notebooks/<stem>.html``: nbconvert's ``lab``
+    template, outputs (figures are PNG outputs) and images embedded, so the page stands alone."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(executed, as_version=4)
+    nb.metadata["title"] = f"{executed.stem} ({scale} scale)"
+    body, _ = HTMLExporter(template_name="lab", embed_images=True).from_notebook_node(nb)
+    out = html_dir(scale) / f"{executed.stem}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
 def move_aside(scale: str, experiment: str) -> Path | None:
     """Move ``data/<scale>/<experiment>/`` to ``build/<scale>/previous/`` (for ``--force``)."""
     src = data_dir(scale, experiment)
@@ -121,6 +149,8 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
     ap.add_argument("--force", action="store_true", help="recompute data even when it matches its config")
     ap.add_argument("--only", nargs="*", default=None, help="notebook name prefixes to run, e.g. 01 04")
+    ap.add_argument("--html-only", action="store_true",
+                    help="only render build/<scale>/*.ipynb (already executed) to figures/<scale>/notebooks/*.html")
     experiment.add_allow_dirty(ap)
     args = ap.parse_args(argv)
     experiment.apply_allow_dirty(args)  # GE_ALLOW_DIRTY=1 reaches the notebooks' processes
@@ -130,6 +160,8 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     steps = [s for s in STEPS if args.only is None or any(s.notebook.startswith(p) for p in args.only)]
+    if args.html_only:
+        return _html_only(steps, scale)
     for s in steps:  # bad input before any work: every config must exist
         if s.experiment and not config_path(s.experiment, scale).is_file():
             print(f"error: {config_path(s.experiment, scale)} is missing", file=sys.stderr)
@@ -162,13 +194,15 @@ def _main(argv: list[str] | None = None) -> int:
         ok = proc.returncode == 0
         results.append((s.notebook, ok, dt))
         if ok:
-            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}", flush=True)
+            page = f", {render_html(out, scale).relative_to(REPO_ROOT)}" if scale in HTML_SCALES else ""
+            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}{page}", flush=True)
             continue
         where = failed_cell(out) or (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         print(f"      FAILED after {dt:.1f} s in {where}\n      partial executed copy: {out.relative_to(REPO_ROOT)}",
               file=sys.stderr)
         print("\n".join("      | " + ln for ln in proc.stderr.strip().splitlines()[-15:]), file=sys.stderr)
         break
+    _reindex(scale)  # INDEX.md links the pages just rendered (notebook 05 wrote it before its own page)
     figs = sorted(p.name for p in figures_dir(scale).glob("*.png"))
     print(f"\nsummary (scale {scale}):")
     for name, ok, dt in results:
@@ -177,6 +211,27 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"  skip {s.notebook:28s}  (needs CUDA)")
     print(f"  {len(figs)} figures in {figures_dir(scale).relative_to(REPO_ROOT)}/")
     return 0 if all(ok for _, ok, _ in results) and len(results) == len(todo) else 1
+
+
+def _reindex(scale: str) -> None:
+    if (figures_dir(scale) / "index.json").is_file():
+        from .provenance import write_index
+        write_index(scale)
+
+
+def _html_only(steps: list[Step], scale: str) -> int:
+    """``--html-only``: render the executed notebooks in ``build/<scale>/``; a missing one is a user error."""
+    from .figures import rel
+
+    missing = [s.notebook for s in steps if not (BUILD / scale / s.notebook).is_file()]
+    if missing:
+        raise MissingDataError(f"no executed {', '.join(missing)} in {rel(BUILD / scale)}/: run "
+                               f"`python -m lib.reproduce --scale {scale}` first (or pick others with --only)")
+    for s in steps:
+        page = render_html(BUILD / scale / s.notebook, scale)
+        print(f"  {rel(page)} ({page.stat().st_size / 1e6:.2f} MB)")
+    _reindex(scale)
+    return 0
 
 
 if __name__ == "__main__":

@@ -73,3 +73,19 @@ def test_smoke_reproduction_of_notebook_05_writes_an_index_of_existing_unique_pa
     for f in re.findall(r"`(figures/smoke/[^`]+)`", index):
         assert (REPO_ROOT / f).is_file(), f"{f} is listed in INDEX.md but missing"
     assert set(names) == set(provenance.index_entries("smoke"))
+
+
+def test_an_executed_notebook_renders_to_one_self_contained_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "html_dir", lambda scale: tmp_path / scale)
+    page = reproduce.render_html(REPO_ROOT / "notebooks" / "01_operators.ipynb", "smoke")
+    html = page.read_text()
+    assert page == tmp_path / "smoke" / "01_operators.html"
+    assert "data:image/png;base64" in html  # figures inside the page
+    assert not re.search(r'<img[^>]+src="(?!data:)', html), "an image the page does not embed"
+    assert "Fig. 1a" in html and page.stat().st_size < 3_000_000
+
+
+def test_html_only_without_executed_notebooks_is_a_user_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "BUILD", tmp_path)
+    assert reproduce.main(["--scale", "cpu", "--html-only", "--only", "01"]) == 2
+    assert "run `python -m lib.reproduce --scale cpu` first" in capsys.readouterr().err
