@@ -49,7 +49,7 @@ def main() -> None:
     print(w[["generation", "wall_s", *cols]].round(2).to_string(index=False))
     breeding = w[w.generation < args.generations - 1]
     last = w[w.generation == args.generations - 1]
-    per_gen = float(breeding.wall_s.mean() - breeding.get("founders", pd.Series([0.0])).fillna(0).mean())
+    per_gen = float(breeding.wall_s.mean())  # a generation's wall time excludes the founders
     founders = float(w.get("founders", pd.Series([0.0])).fillna(0).sum())
     G, arms, seeds = cfg["generations"], len(cfg["arms"]), len(society.seed_list(cfg))
     est = seeds * founders + arms * seeds * ((G - 1) * per_gen + float(last.wall_s.mean()))

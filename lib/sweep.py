@@ -278,8 +278,8 @@ def _record(folder: Path, cfg: dict, runs: list[dict], info: dict) -> None:
     if not p.is_file():
         return
     m = json.loads(p.read_text())
-    for key in ("arms", "seeds"):
-        if isinstance(m.get(key), list) and isinstance(cfg.get(key), list):
+    for key in ("arms", "seeds"):  # a list, or None where the folder's config leaves them out (society)
+        if key in m and (m[key] is None or isinstance(m[key], list)) and isinstance(cfg.get(key), list):
             m[key] = list(cfg[key])
     if isinstance(m.get("shards"), dict):  # a runner's own shard table (the society's): every shard, not the last writer's
         m["shards"] = {f"{r['arm']}_s{r['seed']}": last_done(shard_path(folder, r["arm"], r["seed"])) for r in runs}

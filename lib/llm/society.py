@@ -671,7 +671,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     started = m["started"] if m else now()
     status = shard_status(cfg, folder)
     todo = sum(cfg["generations"] - 1 - (v if v is not None else -1) for v in status.values())
-    extra = lambda: {"run_config": cfg, "shards": shard_status(cfg, folder),  # noqa: E731
+    extra = lambda: {"run_config": cfg, "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),  # noqa: E731
                      "note": "config/config_hash describe the data (arms and seeds excluded); "
                              "shards lists the (arm, seed) runs present"}
     if todo == 0:  # nothing to run; (re)write the manifest if it does not yet list these shards as done
