@@ -206,14 +206,14 @@ def proposal_state(rows: pd.DataFrame):
     """S4b: the proposal distribution after each generation: |mean| and mean std (frozen_proposer
     stays at its start; no_feedback moves like the learners but from random candidates)."""
     use_style()
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0))
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.5))
     for ax, col, lab in ((axes[0], "proposal_mean_change_norm", "‖proposal mean‖"),
                          (axes[1], "proposal_std_mean", "mean proposal std")):
         t = mean_ci_table(rows, ["method", "generation"], col)
         _band(ax, t, "generation", _methods(rows), band=False)
         ax.set(xlabel="generation", ylabel=lab, xticks=sorted(rows.generation.unique()))
-    axes[1].legend(fontsize=6, ncol=2)
-    fig.tight_layout()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
 
 
