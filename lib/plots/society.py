@@ -42,7 +42,25 @@ def load_data(scale: str) -> dict:
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
     sweep = pd.concat([pd.read_csv(f) for f in sfiles], ignore_index=True) if sfiles else None
+    if sweep is not None:
+        sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
+        sfiles = list(sfiles) + borrowed
     return {"rows": rows, "files": [str(f) for f in files], "sweep": sweep, "sweep_files": [str(f) for f in sfiles]}
+
+
+def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
+    """The sweep plus, where it leaves out the main run's own knob g, the main run's ``full`` arm on
+    the sweep's seeds as ``full@g<g>`` (same settings, founders and random numbers: the same run;
+    configs/society_g_sweep/cpu.yaml relies on this instead of running g = 0.5 twice)."""
+    from ..config import load_yaml
+    g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
+    have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
+    seeds = sorted(set(sweep["seed"]))
+    main = rows[(rows["arm"] == REFERENCE) & rows["seed"].isin(seeds)]
+    if g in have or main.empty:
+        return sweep, []
+    main = main.assign(arm=f"{REFERENCE}@g{g:g}", experiment=sweep["experiment"].iloc[0])
+    return pd.concat([sweep, main], ignore_index=True), [str(folder / f"{REFERENCE}_s{sd}.csv") for sd in seeds]
 
 
 def arms_in(df: pd.DataFrame) -> list[str]:
@@ -354,7 +372,8 @@ PANELS: list[Panel] = [
           "Who bred in one run (full arm, first seed): parent → child edges, selected agents in black, the "
           "ancestry of the last generation's top-scoring agent in colour."),
     Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
-          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean).",
+          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean). "
+          "Where the sweep leaves out the main run's g, that point is the main run's full arm on the same seeds.",
           source="sweep"),
 ]
 
