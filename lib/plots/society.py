@@ -20,6 +20,7 @@ from ..stats import MIN_CI_N, mean_ci_table, paired_differences
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
+ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
 NOTEBOOK = "03_society_arms.ipynb"
 ARM_ORDER = ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"]
 
@@ -29,7 +30,8 @@ def _shards(folder: Path) -> list[Path]:
 
 
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "sweep", "sweep_files"}`` from ``data/<scale>/society[_g_sweep]/``.
+    """``{"rows", "files", "sweep", "sweep_files"}`` from ``data/<scale>/society[_elitism|_g_sweep]/``
+    (``rows``: the main run and the elitism comparison's runs; ``sweep``: the grounding-knob sweep).
 
     Raises ``FileNotFoundError`` naming the folder and the command that fills it.
     """
@@ -38,6 +40,7 @@ def load_data(scale: str) -> dict:
     if not files:
         raise FileNotFoundError(f"no society rows in {folder}: run "
                                 f"`python -m lib.experiment configs/society/{scale}.yaml`")
+    files += _shards(data_dir(scale, ELITISM))  # its <arm>@e1 runs pair with the main run's arms
     rows = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
