@@ -25,8 +25,9 @@ def answer_of(text: str) -> str:
     """The final answer in a model output; ``""`` when there is none.
 
     If the output contains ``Answer: X`` (case-insensitive; the format chat models are asked for),
-    the answer is ``X`` of the *last* such line; otherwise it is the first non-empty line (the
-    tiny base answers with the bare answer, then EOS). Surrounding white space is stripped.
+    the answer is ``X`` of the *last* such line, and of ``X`` only what follows its last ``=``
+    (chat models often answer ``Answer: 38 + 21 = 59``); otherwise it is the first non-empty line
+    (the tiny base answers with the bare answer, then EOS). Surrounding white space is stripped.
     """
     if not isinstance(text, str):
         return ""
@@ -34,7 +35,7 @@ def answer_of(text: str) -> str:
     if not lines:
         return ""
     tagged = [m.group(1).strip() for ln in lines if (m := _ANSWER.search(ln))]
-    return tagged[-1] if tagged else lines[0]
+    return tagged[-1].rpartition("=")[2].strip() if tagged else lines[0]
 
 
 def answers_matrix(outputs_per_agent: Sequence[Sequence[str]]) -> list[list[str]]:

@@ -24,6 +24,10 @@ def test_answer_of_formats():
     assert op.answer_of("  cba  \nmore") == "cba"
     assert op.answer_of("") == "" and op.answer_of("\n  \n") == ""
     assert op.answer_of(None) == ""
+    # a chat reply that shows its working: only what follows the last "=" of the tagged answer
+    assert op.answer_of("Answer: 38 + 21 = 59") == "59"
+    assert op.answer_of("Answer: 7 3 9 = 3 7 9\n") == "3 7 9"
+    assert op.answer_of("38 + 21 = 59") == "38 + 21 = 59"  # untagged (tiny base): the line as it is
 
 
 def test_consensus_tie_break_is_first_agent():

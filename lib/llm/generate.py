@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .models import PREFILL
+
 from . import timing as _timing
 
 BASE_ROW = "__base__"  # peft's name for "no adapter" in a mixed batch
@@ -39,7 +41,10 @@ def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] 
         n_new = torch.where(eos.any(1), eos.int().argmax(1) + 1, new.shape[1])
         _timing.count(prompt_tokens=int(att.sum()), gen_tokens=int(n_new.sum()), gen_calls=1,
                       decode_row_steps=new.shape[0] * new.shape[1])
-    return base.tok.batch_decode(new, skip_special_tokens=True)
+    texts = base.tok.batch_decode(new, skip_special_tokens=True)
+    # a chat base's reply starts in the pre-filled "Answer:" (lib.llm.models.Base.prompt_ids): it is
+    # part of what the model said, so answer_of reads the reply as the tagged answer it is
+    return [PREFILL + t for t in texts] if base.chat else texts
 
 
 def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: bool = False,

@@ -45,6 +45,7 @@ SMOLLM2 = "smollm2-135m"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 CHARS = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]  # 95 printable characters
 CHAT_INSTRUCTION = "Solve the task. Reply with one line: Answer: <answer>\nTask: {prompt}"
+PREFILL = "Answer:"  # the start of a chat base's reply, written into its prompt (generate prepends it)
 
 
 class BaseModelError(UserError, RuntimeError):
@@ -132,7 +133,7 @@ class Base:
         if self.chat:
             text = self.tok.apply_chat_template(
                 [{"role": "user", "content": CHAT_INSTRUCTION.format(prompt=prompt)}],
-                tokenize=False, add_generation_prompt=True) + "Answer:"  # the reply starts in the format
+                tokenize=False, add_generation_prompt=True) + PREFILL  # the reply starts in the format
             return list(self.tok(text, add_special_tokens=False)["input_ids"])
         return [self.tok.bos_token_id] + list(self.tok(prompt + " ", add_special_tokens=False)["input_ids"])
 

@@ -419,9 +419,11 @@ class PhaseClock:
 
     @contextmanager
     def __call__(self, phase: str):
+        from . import timing  # an active lib.llm.timing.PhaseTimer (GPU script) sees the same phases
         t0 = time.perf_counter()
         try:
-            yield
+            with timing.phase(phase):
+                yield
         finally:
             self.s[phase] = self.s.get(phase, 0.0) + time.perf_counter() - t0
 
@@ -671,7 +673,9 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     started = m["started"] if m else now()
     status = shard_status(cfg, folder)
     todo = sum(cfg["generations"] - 1 - (v if v is not None else -1) for v in status.values())
+    from .models import base_identity
     extra = lambda: {"run_config": cfg, "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),  # noqa: E731
+                     "base_model": base_identity(cfg["base_model"]),
                      "note": "config/config_hash describe the data (arms and seeds excluded); "
                              "shards lists the (arm, seed) runs present"}
     if todo == 0:  # nothing to run; (re)write the manifest if it does not yet list these shards as done
