@@ -12,6 +12,7 @@ Runs ``generations`` generations of one (arm, seed) of a society config into a t
 The total of the whole sweep is estimated from these figures and printed with its assumptions.
 
     python benchmarks/society_phases.py configs/society/cpu.yaml [--arm full] [--generations 2]
+    python benchmarks/society_phases.py configs/society/cpu.yaml --from-data   # the committed run's own times
 """
 from __future__ import annotations
 
@@ -33,8 +34,12 @@ def main() -> None:
     ap.add_argument("--arm", default="full")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--generations", type=int, default=2)
+    ap.add_argument("--from-data", action="store_true",
+                    help="summarise the phase times recorded by the committed run instead of running")
     args = ap.parse_args()
     cfg = society.validate_config(load_yaml(args.config))
+    if args.from_data:
+        return from_data(cfg)
     with tempfile.TemporaryDirectory() as tmp:
         run = {**cfg, "arms": [args.arm], "seeds": [args.seed], "generations": args.generations,
                "adapters_dir": str(Path(tmp) / "runs")}
@@ -57,6 +62,26 @@ def main() -> None:
           f"founders {founders:.1f} s per seed; evaluation-only last generation {float(last.wall_s.mean()):.1f} s")
     print(f"estimate for {args.config}: {arms} arms x {seeds} seeds x {G} generations = {est / 60:.0f} core-minutes "
           f"(~{est / 120:.0f} min on 2 cores with 2 sweep workers; arm '{args.arm}' costs stand for every arm)")
+
+
+def from_data(cfg: dict) -> None:
+    """Per-phase seconds of every generation the config's run recorded, by arm (mean over seeds)."""
+    w = society.generation_walls(cfg)
+    if w.empty:
+        raise SystemExit(f"no progress files for {cfg['experiment']} ({cfg['scale']}): run it first")
+    cols = [c for c in ("evaluate", "screen", "inherit", "train") if c in w]
+    breeding = w[w.generation < cfg["generations"] - 1]
+    pd.set_option("display.width", 140)
+    print(f"{cfg['experiment']} ({cfg['scale']}), recorded by the run itself: seconds per breeding generation "
+          f"(generations 0-{cfg['generations'] - 2}), mean over seeds and generations")
+    t = breeding.groupby("arm")[["wall_s", *cols]].mean()
+    t.loc["all arms"] = breeding[["wall_s", *cols]].mean()
+    print(t.round(1).fillna(0).to_string())
+    f = w["founders"].dropna() if "founders" in w else pd.Series(dtype=float)
+    f = f[f > 1]  # the arm that trained a seed's founders (others found them on disk)
+    print(f"founders: {f.mean():.0f} s per seed (6 LoRA specialists; n = {len(f)}); evaluation-only last "
+          f"generation {w[w.generation == cfg['generations'] - 1].wall_s.mean():.1f} s; "
+          f"sum of all generations {w.wall_s.sum() / 60:.0f} core-min + founders {f.sum() / 60:.0f} core-min")
 
 
 if __name__ == "__main__":

@@ -88,22 +88,11 @@ def compare_to(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "
     """Paired test of every level of ``group`` against ``reference``, paired on ``pair_on``.
 
     ``df`` holds one row per (group, pair_on). Only pairs present in both are used.
-    Returns one row per comparison: ``group, reference, n, effect, p, test``.
+    Returns one row per comparison: ``group, reference, n, effect, p, test`` (the summary of
+    :func:`paired_differences`, ``effect`` = its mean difference).
     """
-    wide = df.pivot_table(index=pair_on, columns=group, values=value, aggfunc="mean")
-    if reference not in wide:
-        raise ValueError(f"reference {reference!r} not among {list(wide.columns)}")
-    rows = []
-    for lvl in wide.columns:
-        if lvl == reference:
-            continue
-        both = wide[[lvl, reference]].dropna()
-        if both.empty:
-            continue
-        t = paired_permutation_test(both[lvl].to_numpy(), both[reference].to_numpy(), seed=seed)
-        rows.append({group: lvl, "reference": reference, "n": t["n"], "effect": t["effect"],
-                     "p": t["p"], "test": t["test"]})
-    return pd.DataFrame(rows)
+    _, summ = paired_differences(df, group=group, reference=reference, pair_on=pair_on, value=value, seed=seed)
+    return summ.rename(columns={"mean": "effect"})[[group, "reference", "n", "effect", "p", "test"]]
 
 
 MIN_CI_N = 3  # fewer values than this: figures show the points, not a "95 % CI"
