@@ -52,18 +52,31 @@ def load_data(scale: str) -> dict:
 
 
 def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
-    """The sweep plus, where it leaves out the main run's own knob g, the main run's ``full`` arm on
-    the sweep's seeds as ``full@g<g>`` (same settings, founders and random numbers: the same run;
-    configs/society_g_sweep/cpu.yaml relies on this instead of running g = 0.5 twice)."""
+    """The sweep plus, for every knob value it leaves out, the main run's arm that *is* ``full`` at
+    that g, on the sweep's seeds, renamed ``full@g<g>``: ``full`` itself (g = the config's g) and
+    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.operators.arm_settings).
+
+    ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
+    on its own random stream, so its pairing with the sweep's runs is by seed only.
+    configs/society_g_sweep/ relies on this instead of running these points twice.
+    """
     from ..config import load_yaml
+    from ..operators import arm_settings
     g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
     have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
     seeds = sorted(set(sweep["seed"]))
-    main = rows[(rows["arm"] == REFERENCE) & rows["seed"].isin(seeds)]
-    if g in have or main.empty:
-        return sweep, []
-    main = main.assign(arm=f"{REFERENCE}@g{g:g}", experiment=sweep["experiment"].iloc[0])
-    return pd.concat([sweep, main], ignore_index=True), [str(folder / f"{REFERENCE}_s{sd}.csv") for sd in seeds]
+    parts, borrowed = [sweep], []
+    for arm in (REFERENCE, "no_grounding"):
+        st = arm_settings(arm, g)
+        if st != arm_settings(REFERENCE, st["g"]) or st["g"] in have:
+            continue
+        main = rows[(rows["arm"] == arm) & rows["seed"].isin(seeds)]
+        if main.empty:
+            continue
+        parts.append(main.assign(arm=f"{REFERENCE}@g{st['g']:g}", experiment=sweep["experiment"].iloc[0]))
+        borrowed += [str(folder / f"{arm}_s{sd}.csv") for sd in sorted(set(main["seed"]))]
+        have.add(st["g"])
+    return pd.concat(parts, ignore_index=True), borrowed
 
 
 def arms_in(df: pd.DataFrame) -> list[str]:
@@ -376,7 +389,8 @@ PANELS: list[Panel] = [
           "ancestry of the last generation's top-scoring agent in colour."),
     Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
           "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean). "
-          "Where the sweep leaves out the main run's g, that point is the main run's full arm on the same seeds.",
+          "Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full arm, "
+          "g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
           source="sweep"),
 ]
 
