@@ -133,12 +133,6 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
     return out
 
 
-def split_arm(arm: str, g: float) -> tuple[str, float]:
-    """``"full@g0.25"`` → ``("full", 0.25)`` (see :func:`parse_arm`)."""
-    p = parse_arm(arm, g)
-    return p["name"], p["g"]
-
-
 def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
     """:func:`lib.operators.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
     from ..operators import arm_settings as _settings
@@ -603,9 +597,9 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         wall = time.time() - tic
         new_walls.append(wall)
         append_rows(shard, rows, COLUMNS)
-        mark_done(shard, t, agents=[str(Path(a).relative_to(root)) for a in new_agents],
-                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases + [clock.rounded()])
         phases = phases + [clock.rounded()]
+        mark_done(shard, t, agents=[str(Path(a).relative_to(root)) for a in new_agents],
+                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases)
         # disk hygiene: drop generation t once t+1 is saved (founders and the last population are kept)
         if not cfg["keep_all_adapters"] and 0 < t < G - 1:
             for d in agents:
