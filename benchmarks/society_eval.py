@@ -20,7 +20,7 @@ from pathlib import Path
 from lib.llm import lora
 from lib.llm.generate import generate, generate_agents
 from lib.llm.models import load_base
-from lib.tasks import FAMILIES, make_pool
+from lib.methods.tasks import FAMILIES, make_pool
 
 
 def main() -> None:

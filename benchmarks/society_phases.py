@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.config import load_yaml
+from lib.core.config import load_yaml
 from lib.llm import society
 
 

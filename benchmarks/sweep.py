@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from lib import experiment, sweep
-from lib.paths import REPO_ROOT
+from lib.core.paths import REPO_ROOT
 
 
 def _in(root: Path):

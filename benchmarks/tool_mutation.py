@@ -18,11 +18,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from lib.tool_mutation import ToolMutator
+from lib.methods.tool_mutation import ToolMutator
 
 # (label, d_in, hidden, encoder depth, validation batch)
 CASES = [

@@ -14,7 +14,7 @@ The config's ``kind`` names the runner. Every runner module exposes the same thr
 Before any work, :func:`preflight` checks what the user can get wrong and can be checked cheaply:
 the base model's files, a data folder holding another config's data, and (for ``cpu``/``paper``
 data that still has to be computed) a git tree with uncommitted changes. A user error is one line
-on stderr and exit status 2 (:func:`lib.errors.cli_main`); ``--allow-dirty`` allows a dirty tree
+on stderr and exit status 2 (:func:`lib.core.errors.cli_main`); ``--allow-dirty`` allows a dirty tree
 and records ``allow_dirty: true`` in the manifest.
 """
 from __future__ import annotations
@@ -26,15 +26,15 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .config import ConfigError, load_yaml
-from .errors import DataMismatchError, cli_main
-from .manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
-from .paths import data_dir
+from .core.config import ConfigError, load_yaml
+from .core.errors import DataMismatchError, cli_main
+from .core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
+from .core.paths import data_dir
 
 RUNNERS = {
-    "operators": "lib.population",
-    "program_search": "lib.program_search",
-    "tool_mutation": "lib.tool_mutation",
+    "operators": "lib.methods.population",
+    "program_search": "lib.methods.program_search",
+    "tool_mutation": "lib.methods.tool_mutation",
     "llm_society": "lib.llm.society",
     "llm_society_v2": "lib.llm.society",
 }
@@ -85,7 +85,7 @@ def check_folder(cfg: dict) -> None:
 
 
 def preflight(cfg: dict, *, will_write: bool | None = None, replacing: bool = False) -> None:
-    """Cheap checks of a validated config before any work (raise a :class:`lib.errors.UserError`).
+    """Cheap checks of a validated config before any work (raise a :class:`lib.core.errors.UserError`).
 
     The base model's files exist (configs with ``base_model``); the data folder holds no other
     config's data; and, where data is still to be written (``will_write``; default: the runner's
@@ -109,7 +109,7 @@ def add_allow_dirty(ap: argparse.ArgumentParser) -> None:
 
 
 def apply_allow_dirty(args: argparse.Namespace) -> None:
-    """``--allow-dirty`` -> ``GE_ALLOW_DIRTY=1`` (read by lib.manifest here and in Ray workers)."""
+    """``--allow-dirty`` -> ``GE_ALLOW_DIRTY=1`` (read by lib.core.manifest here and in Ray workers)."""
     if args.allow_dirty:
         os.environ[ALLOW_DIRTY_ENV] = "1"
 

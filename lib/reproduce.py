@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import experiment
-from .errors import MissingDataError, cli_main
-from .paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
+from .core.errors import MissingDataError, cli_main
+from .core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 
@@ -221,7 +221,7 @@ def _reindex(scale: str) -> None:
 
 def _html_only(steps: list[Step], scale: str) -> int:
     """``--html-only``: render the executed notebooks in ``build/<scale>/``; a missing one is a user error."""
-    from .figures import rel
+    from .plots.style import rel
 
     missing = [s.notebook for s in steps if not (BUILD / scale / s.notebook).is_file()]
     if missing:

@@ -6,7 +6,7 @@ tool mutation and the society, one per seed for the program search — and each 
 ``run_experiment`` on its shard config. Every run writes only its own shard
 (``<data root>/<scale>/<experiment>/<arm>_s<seed>.csv``; adapters and checkpoints under
 ``<runs root>/<scale>/<experiment>/``); when all have finished, the shards are merged into the
-tidy table (``lib.rows.read_rows``; the program search's own merge) and the manifest gains a
+tidy table (``lib.core.rows.read_rows``; the program search's own merge) and the manifest gains a
 ``sweep`` entry (who ran what, where, how long).
 
 Where it runs:
@@ -65,11 +65,11 @@ from typing import Any
 import pandas as pd
 
 from . import experiment as _experiment
-from .config import ConfigError
-from .errors import MissingDependencyError, UserError, cli_main
-from .manifest import ALLOW_DIRTY_ENV
-from .paths import data_dir, data_root, runs_dir, runs_root
-from .rows import last_done, read_rows, shard_path
+from .core.config import ConfigError
+from .core.errors import MissingDependencyError, UserError, cli_main
+from .core.manifest import ALLOW_DIRTY_ENV
+from .core.paths import data_dir, data_root, runs_dir, runs_root
+from .core.rows import last_done, read_rows, shard_path
 
 RAY_MISSING = ("lib.sweep needs Ray, an optional extra: install it with `pip install -e .[cluster]` "
                "(or `pip install 'ray[default]>=2.40,<3'`), or run the shards one by one with --serial.")

@@ -15,9 +15,10 @@ import sys
 import pytest
 import yaml
 
-from lib import errors, experiment, manifest
-from lib.config import load_yaml
-from lib.paths import REPO_ROOT, config_path
+from lib import experiment
+from lib.core import errors, manifest
+from lib.core.config import load_yaml
+from lib.core.paths import REPO_ROOT, config_path
 
 TM = load_yaml(config_path("tool_mutation", "smoke"))
 SOC = load_yaml(config_path("society", "smoke"))
@@ -103,7 +104,7 @@ def test_one_line_flattens_a_list_of_problems():
 
 @pytest.fixture
 def scratch_repo(tmp_path, monkeypatch):
-    """A git repository standing in for the checkout (lib.manifest asks git about REPO_ROOT)."""
+    """A git repository standing in for the checkout (lib.core.manifest asks git about REPO_ROOT)."""
     repo = tmp_path / "repo"
     for d in ("lib", "configs", "data/cpu/x"):
         (repo / d).mkdir(parents=True)

@@ -6,8 +6,9 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 
-from lib import figures, plots, provenance, reproduce
-from lib.paths import REPO_ROOT, figures_dir
+from lib import plots, provenance, reproduce
+from lib.plots import style as figures
+from lib.core.paths import REPO_ROOT, figures_dir
 
 
 def test_every_experiment_has_a_plot_module_with_the_contract():

@@ -8,10 +8,10 @@ import tomllib
 import pytest
 import yaml
 
-from lib import config as C
-from lib import manifest, rows
+from lib.core import config as C
+from lib.core import manifest, rows
 from lib.experiment import RUNNERS, load, runner
-from lib.paths import CONFIGS, REPO_ROOT
+from lib.core.paths import CONFIGS, REPO_ROOT
 
 SCHEMA = {
     "agents": C.Field(int, 6, min=2, doc="population size"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.llm import models
+from lib.llm import models, tiny_base
 
 
 def test_tokenizer_round_trip_and_left_padding(tmp_path):
@@ -26,8 +26,8 @@ def test_tokenizer_round_trip_and_left_padding(tmp_path):
 
 
 def test_short_build_is_bit_identical():
-    a = models.build_tiny(steps=3, save=False, progress=False).model.state_dict()
-    b = models.build_tiny(steps=3, save=False, progress=False).model.state_dict()
+    a = tiny_base.build_tiny(steps=3, save=False, progress=False).model.state_dict()
+    b = tiny_base.build_tiny(steps=3, save=False, progress=False).model.state_dict()
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert sum(v.numel() for k, v in a.items() if "lm_head" not in k) == 1_062_400
@@ -46,8 +46,8 @@ def test_rebuild_is_bit_identical_on_this_machine(tmp_path):
     from safetensors.torch import load_file
     info = _build_info()
     kw = {k: info[k] for k in ("seed", "batch", "lr") if k in info}
-    models.build_tiny(tmp_path / "a", steps=30, progress=False, **kw)
-    models.build_tiny(tmp_path / "b", steps=30, progress=False, **kw)
+    tiny_base.build_tiny(tmp_path / "a", steps=30, progress=False, **kw)
+    tiny_base.build_tiny(tmp_path / "b", steps=30, progress=False, **kw)
     a, b = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -63,7 +63,7 @@ def test_committed_base_reproduces_its_recorded_accuracy():
     build_info.json is within ACCURACY_MARGIN_ANSWERS answers per family of what it records."""
     info = _build_info()
     rec, spec = info["test_accuracy"], {**models.TINY_TEST_TASKS, **info.get("test_tasks", {})}
-    got = models.test_accuracy(models.load_base("tiny", device="cpu"), **spec)
+    got = tiny_base.test_accuracy(models.load_base("tiny", device="cpu"), **spec)
     tol = ACCURACY_MARGIN_ANSWERS / spec["n_per_family"] + 1e-9
     assert set(got) == set(rec)
     off = {k: (round(got[k], 3), rec[k]) for k in rec if abs(got[k] - rec[k]) > tol}
@@ -84,7 +84,7 @@ def test_missing_base_is_a_clear_error(tmp_path):
     old = models.TINY_DIR
     try:
         models.TINY_DIR = tmp_path / "absent"
-        with pytest.raises(models.BaseModelError, match="build-tiny"):
+        with pytest.raises(models.BaseModelError, match="make tiny-base"):
             models.load_base("tiny")
     finally:
         models.TINY_DIR = old

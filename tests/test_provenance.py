@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from lib import figures, provenance
+from lib import provenance
+from lib.plots import style as figures
 
 
 @pytest.fixture

@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 
 import nbformat
-import pytest
 
 from lib import reproduce
-from lib.paths import BUILD, REPO_ROOT
+from lib.core.paths import BUILD, REPO_ROOT
 
 
 def test_every_step_has_a_notebook_with_a_parameters_cell():

@@ -1,17 +1,16 @@
 """The LLM society on the tiny base: batched generation, merges, adapters on disk, configs, the loop."""
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from lib.config import ConfigError
+from lib.core.config import ConfigError
 from lib.llm import lora, merge, society
 from lib.llm.generate import generate_agents, generate_agents_loop
-from lib.tasks import FAMILIES, make_pool
+from lib.methods.tasks import FAMILIES, make_pool
 
 TINY = {
     "experiment": "society_test", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
@@ -120,8 +119,8 @@ def test_config_errors(tmp_path):
 def test_paper_scale_refuses_on_cpu(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    from lib.config import load_yaml
-    from lib.paths import config_path
+    from lib.core.config import load_yaml
+    from lib.core.paths import config_path
     cfg = society.validate_config(load_yaml(config_path("society", "paper")))
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
         society.run_experiment(cfg, folder=tmp_path / "data")

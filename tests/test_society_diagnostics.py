@@ -1,4 +1,4 @@
-"""Operator diagnostics of the society (lib.llm.diagnostics) on hand-made rows with known answers,
+"""Operator diagnostics of the society (lib.analysis.diagnostics) on hand-made rows with known answers,
 and their SI panels (lib.plots.society_diagnostics): drawn when their data is there, skipped when not."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lib.llm import diagnostics as dg  # noqa: E402
+from lib.analysis import diagnostics as dg  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 FAMS = ["lists", "strings", "arith"]

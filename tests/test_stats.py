@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib import stats
+from lib.analysis import stats
 
 
 def test_bootstrap_ci_brackets_mean_and_is_seeded():

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib import program_search, sweep, tool_mutation
-from lib.config import load_yaml
-from lib.paths import config_path
-from lib.rows import last_done, read_rows
+from lib import sweep
+from lib.methods import program_search, tool_mutation
+from lib.core.config import load_yaml
+from lib.core.paths import config_path
+from lib.core.rows import last_done, read_rows
 
 ray = pytest.importorskip("ray")
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-import lib.tool_mutation as tm
-from lib.config import ConfigError
-from lib.rows import last_done, read_rows, shard_path
-from lib.tool_mutation import ToolMutator, UnknownToolError, UnknownVariantError, variant_losses
+import lib.methods.tool_mutation as tm
+from lib.core.config import ConfigError
+from lib.core.rows import last_done, read_rows, shard_path
+from lib.methods.tool_mutation import ToolMutator, UnknownToolError, UnknownVariantError, variant_losses
 
 
 def _host(seed=0):
@@ -344,7 +344,7 @@ def test_config_validation_errors(bad, match):
 @pytest.mark.parametrize("scale", ["smoke", "cpu", "paper"])
 def test_shipped_configs_validate(scale):
     from lib.experiment import load
-    from lib.paths import config_path
+    from lib.core.paths import config_path
     cfg = load(config_path("tool_mutation", scale))
     assert cfg["scale"] == scale and cfg["kind"] == "tool_mutation"
 
@@ -421,7 +421,7 @@ def test_folder_of_another_config_is_refused(datadir):
     assert set(df.seed) == {1}
     folder = datadir / "smoke" / "tool_mutation"
     assert set(read_rows(folder).seed) == {0, 1}
-    from lib.manifest import read_manifest
+    from lib.core.manifest import read_manifest
     m = read_manifest(folder)
     assert m["status"] == "complete" and m["seeds"] == [0, 1] and m["arms"] == ["sgd"]
 

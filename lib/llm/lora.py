@@ -20,7 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..tasks import Task, make_tasks
+from ..methods.tasks import Task, make_tasks
+from .models import encode_batch
 
 TARGETS = ("q_proj", "v_proj")  # the seed's attention-only LoRA
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -90,7 +91,6 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
     adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
     """
     import torch
-    from .models import _encode_batch
     tasks = list(tasks)
     if not tasks:
         raise ValueError(f"adapter {name!r}: nothing to train on")
@@ -106,7 +106,7 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
         order = rng.permutation(len(tasks))
         last = []
         for s in range(0, len(order), batch_size):
-            ids, att, lab = _encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
+            ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
             loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
             opt.zero_grad(set_to_none=True)
             loss.backward()

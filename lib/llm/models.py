@@ -9,33 +9,20 @@ encoded. Prompt formats:
   ``Answer:``; the model continues with `` 3 7 9<eos>`` (measured: without the pre-fill SmolLM2
   replies "The answer is: ..." and no answer parses).
 
-The tiny base is built by ``python -m lib.llm.models build-tiny [--out DIR] [--steps S]``:
-a ~1.06 M-parameter LlamaForCausalLM (hidden 128, 4 layers, 4 heads, intermediate 512, tied
-embeddings, vocabulary 99) pre-trained for 1,000 steps on an even mixture of the easy task families
-*without* a held-out third of each (:func:`held_out`: 5-digit sorts, 5-letter reversals, sums of 60
-or more), so the base solves about two thirds of every family and a founder specialist has
-something to learn (measured: lists .66, strings .64, arith .67; with every task seen the base
-saturated lists and strings at 1.00 and specialists differed only by what they forgot); batch 64,
-AdamW lr 3e-3 with 10 % linear warm-up and cosine decay, cross-entropy on the answer tokens only.
-Fixed steps and seeds make the build bit-identical on one machine; another CPU's float kernels give
-another, statistically similar base. The result is committed under ``data/base/tiny/``.
+The tiny base is built and pre-trained by :mod:`lib.llm.tiny_base` (``make tiny-base``) and
+committed under ``data/base/tiny/``.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import string
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
-from ..errors import UserError
-from ..paths import DATA
-from ..tasks import FAMILIES, make_tasks
+from ..core.errors import UserError
+from ..core.paths import DATA
 
 TINY_DIR = DATA / "base" / "tiny"
 TINY_STEPS = 1000
@@ -52,6 +39,16 @@ class BaseModelError(UserError, RuntimeError):
     """A base model that cannot be found or loaded; the message names what was tried."""
 
 
+def check_tiny_built(folder: Path | None = None) -> Path:
+    """``folder`` (default :data:`TINY_DIR`) if it holds the tiny base's weights, else
+    :class:`BaseModelError` saying how to build it."""
+    folder = TINY_DIR if folder is None else folder
+    if not (Path(folder) / "model.safetensors").is_file():
+        raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
+                             f"`make tiny-base` (python -m lib.llm.tiny_base)")
+    return Path(folder)
+
+
 def check_base_available(name: str) -> None:
     """Cheap check, before any work, that ``load_base(name)`` can find its files (no model is loaded).
 
@@ -62,9 +59,7 @@ def check_base_available(name: str) -> None:
     """
     import os
     if name == "tiny":
-        if not (TINY_DIR / "model.safetensors").is_file():
-            raise BaseModelError(f"tiny base not found at {TINY_DIR}/model.safetensors; build it with "
-                                 f"`python -m lib.llm.models build-tiny`")
+        check_tiny_built()
         return
     if name == SMOLLM2:
         smollm2_folder()
@@ -147,10 +142,10 @@ class Base:
         return (40 if hard else 24) if self.chat else (26 if hard else 12)
 
 
-# ----------------------------------------------------------------------------- pre-training
+# ----------------------------------------------------------------------------- training batches
 
 
-def _encode_batch(base: Base, tasks, device="cpu"):
+def encode_batch(base: Base, tasks, device="cpu"):
     """Right-padded training batch; labels are -100 except on the answer tokens (loss on answers only)."""
     import torch
     seqs, labs = [], []
@@ -168,77 +163,6 @@ def _encode_batch(base: Base, tasks, device="cpu"):
         att[i, :len(s)] = 1
         lab[i, :len(l)] = torch.tensor(l)
     return ids.to(device), att.to(device), lab.to(device)
-
-
-def held_out(task) -> bool:
-    """True for the third of each easy family that the tiny base never sees in pre-training: sorting
-    5 digits, reversing 5 letters, sums of 60 or more (a + b with a, b in 0..49: 780 of 2,500 pairs).
-
-    This is the specialists' headroom: a founder trained on its whole family can learn what the
-    base was never shown, so founders differ by knowledge, not only by what they forget.
-    """
-    if task.family == "lists":
-        return len(task.answer.split()) == 5
-    if task.family == "strings":
-        return len(task.answer) == 5
-    if task.family == "arith":
-        return int(task.answer) >= 60
-    return False
-
-
-def pretrain_batches(step: int, batch: int = 64):
-    """The tasks of pre-training step ``step``: an even mixture of the easy families (fixed seeds),
-    without the :func:`held_out` tasks (each family's draw is extended until it has its share)."""
-    k = len(FAMILIES)
-    sizes = [batch // k + (1 if i < batch % k else 0) for i in range(k)]
-    out = []
-    for i, (f, n) in enumerate(zip(FAMILIES, sizes)):
-        tasks = [t for t in make_tasks(f, 3 * n, seed=10_000_000 + step * k + i) if not held_out(t)]
-        assert len(tasks) >= n, "held_out removes about a third; 3n draws always leave n"
-        out += tasks[:n]
-    return out
-
-
-def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: int = TINY_SEED,
-               batch: int = 64, lr: float = 3e-3, save: bool = True, progress: bool = True):
-    """Pre-train the tiny base deterministically; save model + tokenizer to ``out`` (safetensors).
-
-    Returns the :class:`Base`. Same ``(steps, seed, batch, lr)`` → bit-identical weights.
-    """
-    import torch
-    from transformers import LlamaForCausalLM
-
-    _one_thread()
-    torch.manual_seed(seed)
-    tok = make_char_tokenizer()
-    model = LlamaForCausalLM(tiny_config(len(tok)))
-    base = Base("tiny", model, tok, chat=False)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    warm = max(1, steps // 10)  # linear warm-up over 10 % of the steps, then cosine decay to 0
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + np.cos(np.pi * (s - warm) / max(1, steps - warm))))
-    model.train()
-    t0 = time.time()
-    for s in range(steps):
-        ids, att, lab = _encode_batch(base, pretrain_batches(s, batch))
-        loss = model(input_ids=ids, attention_mask=att, labels=lab).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if progress and (s % 50 == 0 or s == steps - 1):
-            print(f"step {s:4d} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    model.eval()
-    base.info = {"steps": steps, "seed": seed, "batch": batch, "lr": lr, "train_s": round(time.time() - t0, 1)}
-    if save:
-        out = Path(out or TINY_DIR)
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(out, safe_serialization=True)
-        tok.save_pretrained(out)
-        (out / "build_info.json").write_text(json.dumps({**base.info, "command":
-                                                         f"python -m lib.llm.models build-tiny --steps {steps}"},
-                                                        indent=2) + "\n")
-    return base
 
 
 # ----------------------------------------------------------------------------- loading
@@ -315,14 +239,13 @@ def base_identity(name: str) -> dict:
                 "note": f"SmolLM2-135M-Instruct as {quant} GGUF, de-quantised by transformers to the run's "
                         f"dtype: 4-bit-rounded weights, not the original bf16 release"}
     folder = TINY_DIR if name == "tiny" else Path(name)
-    if name == "tiny" and not (folder / "model.safetensors").is_file():
-        raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
-                             f"`python -m lib.llm.models build-tiny`")
+    if name == "tiny":
+        check_tiny_built(folder)
     if not folder.is_dir():
         return {"name": name, "source": "from_pretrained id (not hashed; pass a local folder to record hashes)",
                 "files": []}
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
-    out = {"name": name, "source": "data/base/tiny (built by python -m lib.llm.models build-tiny)"
+    out = {"name": name, "source": "data/base/tiny (built by python -m lib.llm.tiny_base)"
            if name == "tiny" else f"local folder {folder}",
            "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files]}
     if name == "tiny" and (folder / "build_info.json").is_file():
@@ -347,9 +270,7 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
         folder, chat = TINY_DIR, False
         if device == "cpu":
             _one_thread()
-        if not (folder / "model.safetensors").is_file():
-            raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
-                                 f"`python -m lib.llm.models build-tiny`")
+        check_tiny_built(folder)
     elif name == SMOLLM2:
         folder, gguf = smollm2_folder()
         kw["gguf_file"], chat = gguf, True
@@ -374,36 +295,3 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
                 info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters()),
                       "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
                       "identity": base_identity(name)})
-
-
-def test_accuracy(base: Base, n_per_family: int = TINY_TEST_TASKS["n_per_family"],
-                  seed: int = TINY_TEST_TASKS["seed"]) -> dict:
-    """Exact-match accuracy of greedy answers per family (and ``overall``) on ``n_per_family`` held-out
-    tasks of each family (family i drawn with seed ``seed + i``) — build_info.json's ``test_accuracy``."""
-    from .generate import generate
-    from ..operators import fitness_of
-    tasks = sum((make_tasks(f, n_per_family, seed=seed + i) for i, f in enumerate(FAMILIES)), [])
-    return fitness_of(generate(base, [t.prompt for t in tasks]), tasks, FAMILIES)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.llm.models")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build-tiny", help="pre-train the tiny character-level base")
-    b.add_argument("--out", default=str(TINY_DIR))
-    b.add_argument("--steps", type=int, default=TINY_STEPS)
-    b.add_argument("--seed", type=int, default=TINY_SEED)
-    args = ap.parse_args(argv)
-    base = build_tiny(args.out, steps=args.steps, seed=args.seed)
-    fit = test_accuracy(base)
-    print(f"built {args.out} in {base.info['train_s']} s; test accuracy " +
-          ", ".join(f"{k} {v:.2f}" for k, v in fit.items()))
-    info = json.loads((Path(args.out) / "build_info.json").read_text())
-    info["test_accuracy"] = {k: round(v, 3) for k, v in fit.items()}
-    info["test_tasks"] = dict(TINY_TEST_TASKS)
-    (Path(args.out) / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,14 +43,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..config import Field, validate
-from ..manifest import check_resumable, now, read_manifest, write_manifest
-from ..operators import (V1_ARMS, V2_ARMS, agreement, answer_of, behavioural_distance,
+from ..core.config import Field, validate
+from ..core.manifest import check_resumable, now, read_manifest, write_manifest
+from ..methods.operators import (V1_ARMS, V2_ARMS, agreement, answer_of, behavioural_distance,
                          complementary_pairs, conformity_scores, consensus_answers, sample_merge_weights,
                          select_parents)
-from ..paths import DATA, REPO_ROOT, data_dir, runs_dir
-from ..rows import append_rows, last_done, mark_done, progress_path, resume_shard, shard_path
-from ..tasks import FAMILIES, Task, make_pool, make_tasks, verify
+from ..core.paths import DATA, REPO_ROOT, data_dir, runs_dir
+from ..core.rows import append_rows, last_done, mark_done, progress_path, resume_shard, shard_path
+from ..methods.tasks import FAMILIES, Task, make_pool, make_tasks, verify
 
 COLUMNS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score",
            "metric", "value"]
@@ -134,8 +134,8 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
 
 
 def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
-    """:func:`lib.operators.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
-    from ..operators import arm_settings as _settings
+    """:func:`lib.methods.operators.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
+    from ..methods.operators import arm_settings as _settings
     p = parse_arm(arm, g, elitism)
     return {**_settings(p["name"], p["g"]), "elitism": p["elitism"]}
 
@@ -358,7 +358,7 @@ def base_named_parameters(base):
 
 def founders_dir(base, cfg: dict, seed: int) -> Path:
     """``<adapters>/s<seed>/founders-<hash>/``: one folder per distinct founder setting."""
-    from ..config import config_hash
+    from ..core.config import config_hash
     return adapters_root(cfg) / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
 
 
@@ -636,7 +636,7 @@ def data_complete(cfg: dict, folder: Path | None = None) -> bool:
     cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     m = read_manifest(folder)
-    from ..config import config_hash
+    from ..core.config import config_hash
     if m is None or m.get("config_hash") != config_hash(core_config(cfg)):
         return False
     return all(v == cfg["generations"] - 1 for v in shard_status(cfg, folder).values())
@@ -678,7 +678,6 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
             write_manifest(folder, core, started=started, wall_s=(m or {}).get("wall_s"), status="complete",
                            extra=extra())
         return load_rows(cfg, folder)
-    import torch
     t0 = time.time()
     prev_wall = float((m or {}).get("wall_s") or 0.0)
     write_manifest(folder, core, started=started, wall_s=prev_wall, status="running", extra=extra())

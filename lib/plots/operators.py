@@ -6,9 +6,9 @@ import pandas as pd
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from .. import stats
-from ..figures import REFERENCE_GREY, colour, line_kw, paired_difference_panel, save_figure, use_style
-from ..paths import config_path, data_dir
+from ..analysis import stats
+from .style import REFERENCE_GREY, colour, line_kw, paired_difference_panel, save_figure, use_style
+from ..core.paths import config_path, data_dir
 
 EXPERIMENT = "operators"
 NOTEBOOK = "01_operators.ipynb"

@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..figures import REFERENCE_GREY, line_kw, paired_difference_panel, palette, save_figure, use_style
-from ..paths import REPO_ROOT, config_path, data_dir
-from ..stats import MIN_CI_N, bootstrap_ci, compare_to, mean_ci_table, paired_differences
+from .style import line_kw, paired_difference_panel, palette, save_figure, use_style
+from ..core.paths import REPO_ROOT, config_path, data_dir
+from ..analysis.stats import MIN_CI_N, bootstrap_ci, compare_to, mean_ci_table, paired_differences
 
 EXPERIMENT = "program_search"
 METHODS = ("corrected", "generic_first_jet", "full_jacobian", "gate_blind", "random_order",

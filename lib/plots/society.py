@@ -14,9 +14,9 @@ from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
 
-from ..figures import arm_style, line_kw, paired_difference_panel, save_figure, use_style
-from ..paths import config_path, data_dir
-from ..stats import MIN_CI_N, mean_ci_table, paired_differences
+from .style import arm_style, line_kw, paired_difference_panel, save_figure, use_style
+from ..core.paths import config_path, data_dir
+from ..analysis.stats import MIN_CI_N, mean_ci_table, paired_differences
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
@@ -54,14 +54,14 @@ def load_data(scale: str) -> dict:
 def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
     """The sweep plus, for every knob value it leaves out, the main run's arm that *is* ``full`` at
     that g, on the sweep's seeds, renamed ``full@g<g>``: ``full`` itself (g = the config's g) and
-    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.operators.arm_settings).
+    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.methods.operators.arm_settings).
 
     ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
     on its own random stream, so its pairing with the sweep's runs is by seed only.
     configs/society_g_sweep/ relies on this instead of running these points twice.
     """
-    from ..config import load_yaml
-    from ..operators import arm_settings
+    from ..core.config import load_yaml
+    from ..methods.operators import arm_settings
     g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
     have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
     seeds = sorted(set(sweep["seed"]))
@@ -155,7 +155,7 @@ def arm_reference(arm: str, arms) -> str | None:
 
 def paired_vs_reference(last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-seed differences of every arm from its :func:`arm_reference` and their summary
-    (:func:`lib.stats.paired_differences`): ``(points, summary)`` with a ``reference`` column."""
+    (:func:`lib.analysis.stats.paired_differences`): ``(points, summary)`` with a ``reference`` column."""
     arms = arms_in(last)
     pts, summ = [], []
     for ref in dict.fromkeys(r for r in (arm_reference(a, arms) for a in arms) if r is not None):
@@ -427,7 +427,7 @@ def stats_table(scale: str) -> pd.DataFrame:
     difference arm − reference with its 95 % bootstrap CI, and the sign-flip permutation p-value
     (NaN with one seed; CIs only with ≥ 3 seeds).
     """
-    from ..stats import bootstrap_ci
+    from ..analysis.stats import bootstrap_ci
 
     df = load_data(scale)["rows"]
     out = []

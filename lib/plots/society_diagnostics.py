@@ -1,4 +1,4 @@
-"""SI panels S3c–S3g: diagnostics of the society's operators (:mod:`lib.llm.diagnostics`).
+"""SI panels S3c–S3g: diagnostics of the society's operators (:mod:`lib.analysis.diagnostics`).
 
 Registered in :data:`lib.plots.society.PANELS` (``draw_all`` saves them with Fig. 3 / S3, notebook 05
 lists them). Each panel reduces a statistic to one number per seed, then shows the mean over seeds
@@ -14,9 +14,9 @@ from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
 
-from ..figures import REFERENCE_GREY, arm_style, line_kw, paired_difference_panel, use_style
-from ..llm import diagnostics as dg
-from ..stats import MIN_CI_N
+from .style import REFERENCE_GREY, arm_style, line_kw, paired_difference_panel, use_style
+from ..analysis import diagnostics as dg
+from ..analysis.stats import MIN_CI_N
 
 
 def _society():

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import stats
-from ..figures import colour, line_kw, save_figure, use_style
-from ..paths import REPO_ROOT, config_path, data_dir
-from ..rows import read_rows
+from ..analysis import stats
+from .style import colour, line_kw, save_figure, use_style
+from ..core.paths import REPO_ROOT, config_path, data_dir
+from ..core.rows import read_rows
 
 EXPERIMENT = "tool_mutation"
 NOTEBOOK = "02_tool_mutation.ipynb"

@@ -3,7 +3,7 @@
 A faithful per-state port of seed 004 (``v2_gated_program_search.py``) with one fix: the
 ``frozen_proposer`` proposal distribution is left untouched (the seed's scraped text admits a
 reading that averages an empty elite set and turns it into NaN). It is kept as the oracle for
-:mod:`lib.program_search` (the batched port must give the same numbers) and as the slow side of
+:mod:`lib.methods.program_search` (the batched port must give the same numbers) and as the slow side of
 ``benchmarks/program_search.py``. Nothing else should import it.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from .program_search import MODE, COST_NOTE, SearchConfig, Task
+from .program_search import (COST_NOTE, FRESH_PARENT, MODE, SearchConfig, Task, heldout_rng, initial_proposal,
+                             search_rng, update_proposal)
 
 
 class Grammar:
@@ -157,10 +158,8 @@ def one_run(seed: int, method: str, cfg: SearchConfig):
     grammar = Grammar(task)
     train_anchors = [task.anchor(x) for x in task.train]
     test_anchors = [task.anchor(x) for x in task.test]
-    rng = np.random.default_rng(cfg.seed_offset + 10000 * seed + 3333)
-    mean = np.zeros((2, 2, cfg.responses + 1))
-    std = 2 * np.ones_like(mean)
-    std[:, :, 0] = .8
+    rng = search_rng(seed, cfg)
+    mean, std = initial_proposal(cfg)
     pool = list(range(cfg.primitives))
     records, diagnostics, best, best_train = [], [], None, float("inf")
     training_program_executions = prediction_anchors = 0
@@ -170,7 +169,7 @@ def one_run(seed: int, method: str, cfg: SearchConfig):
     tournament = method == "direct_tournament"
 
     def held_out(pair):
-        local_rng = np.random.default_rng(cfg.seed_offset + seed + 90000)
+        local_rng = heldout_rng(seed, cfg)
         return evaluate_program(grammar, pair, task.test, test_anchors, mode, cfg, local_rng, both=tournament)[0]
 
     for generation in range(cfg.generations):
@@ -182,7 +181,7 @@ def one_run(seed: int, method: str, cfg: SearchConfig):
             for side in range(2):
                 parents = []
                 for _ in range(2):
-                    options = list(range(cfg.primitives)) if rng.random() < .2 else pool
+                    options = list(range(cfg.primitives)) if rng.random() < FRESH_PARENT else pool
                     parents.append(int(rng.choice(options)))
                 pair.append(grammar.add(parents, params[side]))
             loss, choices = evaluate_program(grammar, pair, task.train, train_anchors, mode, cfg, rng, both=tournament)
@@ -202,8 +201,7 @@ def one_run(seed: int, method: str, cfg: SearchConfig):
             elite = candidates[:cfg.elite_count]
         if method != "frozen_proposer":  # the fix: a frozen proposer keeps its mean, std and pool
             elite_params = np.asarray([c[2] for c in elite])
-            mean = .65 * mean + .35 * elite_params.mean(axis=0)
-            std = np.clip(.8 * std + .2 * elite_params.std(axis=0), .12, 2.4)
+            mean, std = update_proposal(mean, std, elite_params)
             pool = [index for c in elite for index in c[1]]
         test_loss = held_out(best)
         gd = np.mean([grammar.execute(0, 0, x, cfg.step_size) for x in task.test])

@@ -49,11 +49,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 
-from . import config as _config
-from .config import Field
-from .manifest import check_resumable, now, write_manifest
-from .paths import REPO_ROOT, config_path, data_dir
-from .rows import append_rows, last_done, mark_done, read_rows, resume_shard, shard_path
+from ..core import config as _config
+from ..core.config import Field
+from ..core.manifest import check_resumable, now, write_manifest
+from ..core.paths import REPO_ROOT, config_path, data_dir
+from ..core.rows import append_rows, last_done, mark_done, read_rows, resume_shard, shard_path
 
 __all__ = ["ToolVariant", "ToolMutator", "UnknownToolError", "UnknownVariantError",
            "variant_losses", "SCHEMA", "ARMS", "validate_config", "run_experiment", "shards"]
@@ -481,7 +481,7 @@ def _checks(cfg: dict) -> list[str]:
 
 
 def validate_config(cfg: dict) -> dict:
-    """The complete, checked config (raises :class:`lib.config.ConfigError`)."""
+    """The complete, checked config (raises :class:`lib.core.config.ConfigError`)."""
     return _config.validate(cfg, SCHEMA, _checks)
 
 

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from .paths import REPO_ROOT, figures_dir  # noqa: E402
+from ..core.paths import REPO_ROOT, figures_dir  # noqa: E402
 
 # Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
 # colour blindness; "bright" has 6 hues + grey, "muted" 9.
@@ -108,15 +108,15 @@ def palette(names: Iterable[str]) -> dict:
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str,
                             ylabel: str, x: str | None = None, xlabel: str | None = None,
                             annotate: bool = True, unit: str = "seed") -> None:
-    """Draw paired differences ``level − reference`` (from :func:`lib.stats.paired_differences`).
+    """Draw paired differences ``level − reference`` (from :func:`lib.analysis.stats.paired_differences`).
 
     One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
     ``x``): a small dot per pair (seed), a large marker for the mean difference and its bootstrap
-    95 % CI as an error bar. With fewer than :data:`lib.stats.MIN_CI_N` pairs no CI is drawn; the
+    95 % CI as an error bar. With fewer than :data:`lib.analysis.stats.MIN_CI_N` pairs no CI is drawn; the
     annotation then says n. A line at 0 marks "no difference from the reference". ``unit``: what a
     pair is (a seed; in Fig. 1 a population).
     """
-    from .stats import MIN_CI_N
+    from ..analysis.stats import MIN_CI_N
 
     order = [o for o in order if o in set(summary[group])]
     ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, ls="-", zorder=0)

@@ -10,33 +10,12 @@ answer on prompt j; ``""`` means the agent gave no answer.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Sequence
 
 import numpy as np
 
-from .tasks import Task, normalise, verify
-
-_ANSWER = re.compile(r"answer\s*[:=]\s*(.*)", re.IGNORECASE)
-
-
-def answer_of(text: str) -> str:
-    """The final answer in a model output; ``""`` when there is none.
-
-    If the output contains ``Answer: X`` (case-insensitive; the format chat models are asked for),
-    the answer is ``X`` of the *last* such line, and of ``X`` only what follows its last ``=``
-    (chat models often answer ``Answer: 38 + 21 = 59``); otherwise it is the first non-empty line
-    (the tiny base answers with the bare answer, then EOS). Surrounding white space is stripped.
-    """
-    if not isinstance(text, str):
-        return ""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    tagged = [m.group(1).strip() for ln in lines if (m := _ANSWER.search(ln))]
-    return tagged[-1].rpartition("=")[2].strip() if tagged else lines[0]
-
+from .tasks import Task, answer_of, normalise, verify
 
 def answers_matrix(outputs_per_agent: Sequence[Sequence[str]]) -> list[list[str]]:
     """``a_ij`` for all agents and prompts; raises if agents answered different numbers of prompts."""

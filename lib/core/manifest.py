@@ -77,7 +77,7 @@ def _guarded(folder: str | Path | None, scale: str | None) -> bool:
     try:
         Path(folder).resolve().relative_to(data_root().resolve())
         return True
-    except ValueError:  # e.g. lib.program_search's own --output folder, or a test's tmp folder
+    except ValueError:  # e.g. lib.methods.program_search's own --output folder, or a test's tmp folder
         return False
 
 

@@ -5,7 +5,7 @@ skill. Agent ``i`` answers a prompt of family ``f`` correctly with probability `
 gives one of ``n_wrong`` wrong answers, where wrong answer 0 is a *shared misconception* chosen with
 probability ``shared_error`` (so that agents can agree on a wrong answer, as LLM populations do)
 and the rest are idiosyncratic. Skills ``p_if`` are drawn per seed from Beta(a, b). The population
-is then scored exactly as the society scores its agents (:mod:`lib.operators`):
+is then scored exactly as the society scores its agents (:mod:`lib.methods.operators`):
 ``score = g·fitness + (1−g)·conformity``, and parents are chosen by top-P and by QD selection for
 each ``λ`` in ``lams``.
 
@@ -24,9 +24,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import operators as op
-from .config import Field, validate
-from .manifest import check_clean_tree, manifest_matches, now, write_manifest
-from .paths import data_dir
+from ..core.config import Field, validate
+from ..core.manifest import check_clean_tree, manifest_matches, now, write_manifest
+from ..core.paths import data_dir
 from .tasks import FAMILIES, make_pool
 
 SCHEMA = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # lib/core/paths.py -> the repository
 CONFIGS = REPO_ROOT / "configs"
 DATA = REPO_ROOT / "data"
 FIGURES = REPO_ROOT / "figures"

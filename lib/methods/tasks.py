@@ -13,7 +13,7 @@ family        easy (default)                             hard
 
 A prompt ends in ``" ="``; a model answers with the answer text (the tiny base then emits EOS;
 chat models are asked for ``Answer: <answer>``). :func:`verify` compares the normalised final
-answer (:func:`lib.operators.answer_of`, :func:`normalise`) with the task's answer.
+answer (:func:`answer_of`, :func:`normalise`) with the task's answer.
 """
 from __future__ import annotations
 
@@ -91,7 +91,26 @@ def normalise(text: str) -> str:
     return s.strip(" .;:!?\"'`")
 
 
+_ANSWER = re.compile(r"answer\s*[:=]\s*(.*)", re.IGNORECASE)
+
+
+def answer_of(text: str) -> str:
+    """The final answer in a model output; ``""`` when there is none.
+
+    If the output contains ``Answer: X`` (case-insensitive; the format chat models are asked for),
+    the answer is ``X`` of the *last* such line, and of ``X`` only what follows its last ``=``
+    (chat models often answer ``Answer: 38 + 21 = 59``); otherwise it is the first non-empty line
+    (the tiny base answers with the bare answer, then EOS). Surrounding white space is stripped.
+    """
+    if not isinstance(text, str):
+        return ""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    tagged = [m.group(1).strip() for ln in lines if (m := _ANSWER.search(ln))]
+    return tagged[-1].rpartition("=")[2].strip() if tagged else lines[0]
+
+
 def verify(output: str, task: Task) -> bool:
     """True when the final answer in ``output`` equals ``task.answer`` after normalisation."""
-    from .operators import answer_of  # local import: operators imports normalise from here
     return normalise(answer_of(output)) == normalise(task.answer)

@@ -1,6 +1,6 @@
 """The paper-scale society on one CUDA GPU, in calls of at most ~10 minutes that resume each other.
 
-    python -m lib.llm.gpu_run [--config configs/society/paper.yaml] [--seed 0] [--budget-s 540]
+    python -m lib.gpu_run [--config configs/society/paper.yaml] [--seed 0] [--budget-s 540]
 
 Each call (a) prints the environment (torch / CUDA versions, the GPU, its free memory); (b) runs
 the config's (arm, seed) shards for one seed, all arms, *one generation at a time*, every
@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..config import ConfigError, load_yaml
-from ..paths import REPO_ROOT
+from .core.config import ConfigError, load_yaml
+from .core.paths import REPO_ROOT
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "society" / "paper.yaml"
 TIMINGS = "gpu_timings.jsonl"
@@ -57,7 +57,7 @@ def environment() -> dict:
 
 def next_work(cfg: dict, folder: Path) -> tuple[str, int, int] | None:
     """``(arm, seed, generation)`` the loop would run next (seed-major, arm order), or None when done."""
-    from . import society
+    from .llm import society
     st = society.shard_status(cfg, folder)
     for seed in society.seed_list(cfg):
         for arm in cfg["arms"]:
@@ -69,7 +69,7 @@ def next_work(cfg: dict, folder: Path) -> tuple[str, int, int] | None:
 
 def measured_gen_s(cfg: dict, folder: Path) -> float | None:
     """The longest generation wall time on disk for ``cfg`` (progress files), or None."""
-    from . import society
+    from .llm import society
     w = society.generation_walls(cfg, folder)
     return float(w.wall_s.max()) if len(w) else None
 
@@ -85,9 +85,9 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
     Each generation is timed by a :class:`lib.llm.timing.PhaseTimer`; its rows are appended to
     ``<folder>/gpu_timings.jsonl``.
     """
-    from . import society
-    from .timing import PhaseTimer
-    from ..paths import data_dir
+    from .llm import society
+    from .llm.timing import PhaseTimer
+    from .core.paths import data_dir
     t0 = time.perf_counter()
     cfg = society.validate_config(cfg)
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
@@ -136,8 +136,8 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
 def _account(cfg: dict, folder: Path, wall: float) -> None:
     """After a generation stopped by ``interrupt_after`` (which leaves the manifest as it was when
     the call began), add its wall time and refresh the shard status in the manifest."""
-    from . import society
-    from ..manifest import build_manifest, read_manifest, write_manifest
+    from .llm import society
+    from .core.manifest import build_manifest, read_manifest, write_manifest
     m = read_manifest(folder)
     if m is None or m.get("status") == "complete":
         return
@@ -149,14 +149,14 @@ def _account(cfg: dict, folder: Path, wall: float) -> None:
 
 
 def _device(base) -> str:
-    from ..manifest import device_name
+    from .core.manifest import device_name
     return device_name() if str(base.device).startswith("cuda") else f"cpu ({base.device})"
 
 
 def draw_figures(scale: str, log=print) -> list[str]:
     """Draw the society figures of ``scale`` from whatever data exists; [] (and a line) if none."""
     try:
-        from ..plots.society import draw_all
+        from .plots.society import draw_all
         saved = draw_all(scale)
     except FileNotFoundError as e:
         log(f"figures: {e}")
@@ -166,7 +166,7 @@ def draw_figures(scale: str, log=print) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.llm.gpu_run", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m lib.gpu_run", description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(DEFAULT_CONFIG), help="a society config (default: the paper scale)")
     ap.add_argument("--seed", type=int, default=0, help="the seed to run (all arms of it); default 0")
     ap.add_argument("--budget-s", type=float, default=540.0,
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_run: no CUDA GPU is visible (torch.cuda.is_available() is False); run this on a machine "
               "with one, or the cpu scale here: python -m lib.experiment configs/society/cpu.yaml", file=sys.stderr)
         return 2
-    from . import society
+    from .llm import society
     try:
         cfg = society.validate_config({**load_yaml(args.config), "seeds": [args.seed]})
     except ConfigError as e:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env = environment()
     print("environment: " + json.dumps(env))
-    from .models import load_base
+    from .llm.models import load_base
     base = None
     if args.budget_s > 0:
         tic = time.perf_counter()
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
               f"loaded in {time.perf_counter() - tic:.1f} s on {base.device}")
     left = args.budget_s - (time.perf_counter() - t0)
     res = run_budgeted(cfg, base=base, budget_s=left)
-    from ..paths import data_dir
+    from .core.paths import data_dir
     folder = data_dir(cfg["scale"], cfg["experiment"])
     print(f"{'complete' if res['done'] else 'partial'}: {res['generations']} generation(s) this call; "
           f"shards {society.shard_status(cfg, folder)}; data in {folder}")

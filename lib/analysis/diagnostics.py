@@ -8,9 +8,9 @@ consensus, diversity) carry NaN there. See ``lib.llm.society.DIAGNOSTICS``.
 
 Seeds are the unit of replication: a statistic is first reduced to one number per seed (a mean over
 agents, children and/or generations within that seed), then summarised by the mean over seeds with
-a percentile-bootstrap 95 % CI (:func:`lib.stats.bootstrap_ci`; NaN with fewer than
-:data:`lib.stats.MIN_CI_N` seeds) and, for paired comparisons, the sign-flip permutation p
-(:func:`lib.stats.paired_permutation_test`).
+a percentile-bootstrap 95 % CI (:func:`lib.analysis.stats.bootstrap_ci`; NaN with fewer than
+:data:`lib.analysis.stats.MIN_CI_N` seeds) and, for paired comparisons, the sign-flip permutation p
+(:func:`lib.analysis.stats.paired_permutation_test`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..stats import MIN_CI_N, bootstrap_ci, paired_differences
+from .stats import MIN_CI_N, bootstrap_ci, paired_differences
 
 RUN = ["arm", "seed", "generation"]
 AGENT = RUN + ["agent"]
