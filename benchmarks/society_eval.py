@@ -20,7 +20,7 @@ from pathlib import Path
 from lib.llm import lora
 from lib.llm.generate import generate, generate_agents
 from lib.llm.models import load_base
-from lib.methods.tasks import FAMILIES, make_pool
+from lib.methods.tasks import FAMILIES, make_pool, make_tasks
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     names = [f"a{i}" for i in range(args.agents)]
     with tempfile.TemporaryDirectory() as tmp:
         for i, n in enumerate(names):
-            lora.train_specialist(base, FAMILIES[i % 3], Path(tmp) / n, n_train=64, epochs=1, seed=i)
+            lora.train_lora_on_tasks(base, make_tasks(FAMILIES[i % 3], 64, seed=50_000 + i), Path(tmp) / n, epochs=1, seed=i)
             lora.load_adapter(base, n, Path(tmp) / n)
 
     def loop(bs=512):

@@ -113,11 +113,10 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
             break
         timer = PhaseTimer()
         tic = time.perf_counter()
-        with timer.active(instrument=True):
-            try:
-                society.run_experiment(cfg, folder=folder, base=base, interrupt_after=t)
-            except society.Interrupted:
-                pass
+        try:
+            society.run_experiment(cfg, folder=folder, base=base, interrupt_after=t, timer=timer)
+        except society.Interrupted:
+            pass
         wall = time.perf_counter() - tic
         _account(cfg, folder, wall)
         ran += 1
@@ -149,7 +148,7 @@ def _account(cfg: dict, folder: Path, wall: float) -> None:
 
 
 def _device(base) -> str:
-    from .core.manifest import device_name
+    from .core.device import device_name
     return device_name() if str(base.device).startswith("cuda") else f"cpu ({base.device})"
 
 

@@ -7,10 +7,12 @@ clean. A notebook's data that already exists for that scale and matches its conf
 recomputed. The ``paper`` scale needs CUDA for the society: on a machine without it the runner says
 so up front, skips notebook 03 and rebuilds everything else.
 
-At the ``cpu`` and ``paper`` scales each executed notebook is also rendered to a self-contained
-static page (nbconvert, images embedded) ``figures/<scale>/notebooks/<notebook>.html``, linked from
-``figures/<scale>/INDEX.md`` (at ``smoke`` the committed notebooks are the executed ones);
-``--html-only`` renders the executed notebooks already in ``build/<scale>/`` without running anything.
+At the ``cpu`` and ``paper`` scales each executed notebook is also rendered to a static page that
+stands alone offline (:mod:`lib.pages`: images embedded, no script from the network)
+``figures/<scale>/notebooks/<notebook>.html``, linked from ``figures/<scale>/INDEX.md`` (at ``smoke``
+the committed notebooks are the executed ones); a page that misses a figure of its notebook, or would
+fetch anything, is named on stderr and counts as a failure. ``--html-only`` renders the executed
+notebooks already in ``build/<scale>/`` without running anything.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import experiment
+from . import experiment, pages
+from .core.device import cuda_available
 from .core.errors import MissingDataError, cli_main
 from .core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
 
@@ -44,14 +47,6 @@ STEPS = (
     Step("04_program_search.ipynb", "program_search"),
     Step("05_figures.ipynb", None),
 )
-
-
-def cuda_available() -> bool:
-    try:
-        import torch
-        return bool(torch.cuda.is_available())
-    except ImportError:
-        return False
 
 
 def failed_cell(executed: Path) -> str:
@@ -94,18 +89,24 @@ def html_dir(scale: str) -> Path:
 
 
 def render_html(executed: Path, scale: str) -> Path:
-    """Render an executed notebook to ``figures/<scale>/notebooks/<stem>.html``: nbconvert's ``lab``
-    template, outputs (figures are PNG outputs) and images embedded, so the page stands alone."""
-    import nbformat
-    from nbconvert import HTMLExporter
+    """Render an executed notebook to ``figures/<scale>/notebooks/<stem>.html``, a page that stands alone
+    offline: images embedded, nothing fetched from the network (:func:`lib.pages.render`)."""
+    return pages.render(executed, html_dir(scale) / f"{executed.stem}.html", f"{executed.stem} ({scale} scale)")
 
-    nb = nbformat.read(executed, as_version=4)
-    nb.metadata["title"] = f"{executed.stem} ({scale} scale)"
-    body, _ = HTMLExporter(template_name="lab", embed_images=True).from_notebook_node(nb)
-    out = html_dir(scale) / f"{executed.stem}.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(body, encoding="utf-8")
-    return out
+
+def page_problems(executed: Path, page: Path) -> list[str]:
+    """What the executed notebook and its page lack (:func:`lib.pages.notebook_problems`,
+    :func:`lib.pages.page_problems`): a figure not shown as an image, a fetched asset, TeX maths."""
+    nb = json.loads(executed.read_text())
+    return pages.notebook_problems(nb) + [f"page: {p}" for p in pages.page_problems(page.read_text())]
+
+
+def _report(executed: Path, page: Path) -> bool:
+    """Print the page's problems to stderr; True when it has none."""
+    problems = page_problems(executed, page)
+    for p in problems:
+        print(f"      {page.name}: {p}", file=sys.stderr)
+    return not problems
 
 
 def move_aside(scale: str, experiment: str) -> Path | None:
@@ -166,6 +167,8 @@ def _main(argv: list[str] | None = None) -> int:
         if s.experiment and not config_path(s.experiment, scale).is_file():
             print(f"error: {config_path(s.experiment, scale)} is missing", file=sys.stderr)
             return 2
+    from .plots.style import rel  # late: matplotlib only once there is work to do
+
     has_cuda = cuda_available()
     skipped = [s for s in steps if scale in s.needs_cuda_at and not has_cuda]
     for s in skipped:
@@ -193,9 +196,14 @@ def _main(argv: list[str] | None = None) -> int:
         dt = time.perf_counter() - t0
         ok = proc.returncode == 0
         results.append((s.notebook, ok, dt))
+        if ok and scale in HTML_SCALES:
+            page = render_html(out, scale)
+            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}, {rel(page)}", flush=True)
+            if not _report(out, page):
+                results[-1] = (s.notebook, False, dt)
+            continue
         if ok:
-            page = f", {render_html(out, scale).relative_to(REPO_ROOT)}" if scale in HTML_SCALES else ""
-            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}{page}", flush=True)
+            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}", flush=True)
             continue
         where = failed_cell(out) or (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         print(f"      FAILED after {dt:.1f} s in {where}\n      partial executed copy: {out.relative_to(REPO_ROOT)}",
@@ -209,7 +217,7 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"  {'ok ' if ok else 'FAIL'} {name:28s} {dt:7.1f} s")
     for s in skipped:
         print(f"  skip {s.notebook:28s}  (needs CUDA)")
-    print(f"  {len(figs)} figures in {figures_dir(scale).relative_to(REPO_ROOT)}/")
+    print(f"  {len(figs)} figures in {rel(figures_dir(scale))}/")  # GE_FIGURES_DIR may lie outside the repo
     return 0 if all(ok for _, ok, _ in results) and len(results) == len(todo) else 1
 
 
@@ -227,11 +235,13 @@ def _html_only(steps: list[Step], scale: str) -> int:
     if missing:
         raise MissingDataError(f"no executed {', '.join(missing)} in {rel(BUILD / scale)}/: run "
                                f"`python -m lib.reproduce --scale {scale}` first (or pick others with --only)")
+    clean = True
     for s in steps:
         page = render_html(BUILD / scale / s.notebook, scale)
         print(f"  {rel(page)} ({page.stat().st_size / 1e6:.2f} MB)")
+        clean &= _report(BUILD / scale / s.notebook, page)
     _reindex(scale)
-    return 0
+    return 0 if clean else 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,10 @@ import torch
 from lib.core.config import ConfigError
 from lib.llm import lora, merge, society
 from lib.llm.generate import generate_agents, generate_agents_loop
-from lib.methods.tasks import FAMILIES, make_pool
+from lib.llm import pools
+from lib.llm.settings import Settings
+from lib.methods.operators import elite_indices
+from lib.methods.tasks import FAMILIES, make_pool, make_tasks
 
 TINY = {
     "experiment": "society_test", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
@@ -31,7 +34,7 @@ def three(tiny_base, tmp_path_factory):
     """Three quick specialists attached as 'lists', 'strings', 'arith'."""
     root = tmp_path_factory.mktemp("spec")
     for i, f in enumerate(FAMILIES):
-        lora.train_specialist(tiny_base, f, root / f, n_train=48, epochs=1, seed=i)
+        lora.train_lora_on_tasks(tiny_base, make_tasks(f, 48, seed=50_000 + i), root / f, epochs=1, seed=i)
         lora.load_adapter(tiny_base, f, root / f)
     return root
 
@@ -204,18 +207,18 @@ def test_child_seeds_are_independent_across_replicates():
 
 
 def test_conformity_and_inheritance_pools_are_disjoint(tmp_path):
-    cfg = cfg_with(tmp_path, n_conf=60, n_inherit=240)
+    s = Settings.of(cfg_with(tmp_path, n_conf=60, n_inherit=240))
     for seed in (0, 1):
         for t in (0, 3):
-            conf = {x.prompt for x in society.conf_pool(cfg, seed, t)}
-            inh = society.inherit_pool(cfg, seed, t)
+            conf = {x.prompt for x in pools.conformity_pool(s, seed, t)}
+            inh = pools.inheritance_pool(s, seed, t)
             assert len(inh) == 240 and not conf & {x.prompt for x in inh}
-            assert all(x.family == f for f, k in zip(cfg["families"], range(3)) for x in inh[80 * k:80 * (k + 1)])
+            assert all(x.family == f for f, k in zip(s.families, range(3)) for x in inh[80 * k:80 * (k + 1)])
 
 
 def test_elites_are_the_top_scores_not_the_first_parents():
-    assert society.elite_indices(np.array([0.1, 0.9, 0.5, 0.9]), 2) == [1, 3]
-    assert society.elite_indices(np.array([0.3, 0.2]), 0) == []
+    assert elite_indices(np.array([0.1, 0.9, 0.5, 0.9]), 2) == [1, 3]
+    assert elite_indices(np.array([0.3, 0.2]), 0) == []
 
 
 def test_tiny_base_always_runs_in_float32(monkeypatch):

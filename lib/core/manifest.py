@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .config import config_hash
+from .device import device_name
 from .errors import DataMismatchError, DirtyTreeError
 from .paths import REPO_ROOT, data_root
 
@@ -106,23 +107,6 @@ def package_versions() -> dict:
         except metadata.PackageNotFoundError:
             out[p] = None
     return out
-
-
-def device_name() -> str:
-    """The GPU's name where torch sees CUDA, else the CPU model."""
-    try:
-        import torch
-        if torch.cuda.is_available():
-            return "cuda:" + torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return "cpu:" + line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "cpu:" + (platform.processor() or platform.machine())
 
 
 def now() -> str:

@@ -9,17 +9,17 @@ Decoding: greedy, left padding, ``max_new_tokens`` sized to the task answers.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .models import PREFILL
 
-from . import timing as _timing
+Counter = Callable[..., None]  # counter(prompt_tokens=…, gen_tokens=…): work reported to a PhaseTimer
 
 BASE_ROW = "__base__"  # peft's name for "no adapter" in a mixed batch
 
 
 def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] | None,
-                    max_new_tokens: int) -> list[str]:
+                    max_new_tokens: int, counter: Counter | None = None) -> list[str]:
     import torch
     pad = base.tok.pad_token_id
     L = max(map(len, prompt_ids))
@@ -36,11 +36,11 @@ def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] 
                                   eos_token_id=base.tok.eos_token_id, temperature=None, top_p=None,
                                   top_k=None, **kw)
     new = out[:, L:]
-    if _timing._ACTIVE is not None:  # tokens for the phase timer: prefill, and new tokens up to EOS
+    if counter is not None:  # work for the phase timer: prefill tokens, and new tokens up to EOS
         eos = new == base.tok.eos_token_id
         n_new = torch.where(eos.any(1), eos.int().argmax(1) + 1, new.shape[1])
-        _timing.count(prompt_tokens=int(att.sum()), gen_tokens=int(n_new.sum()), gen_calls=1,
-                      decode_row_steps=new.shape[0] * new.shape[1])
+        counter(prompt_tokens=int(att.sum()), gen_tokens=int(n_new.sum()), gen_calls=1,
+                decode_row_steps=new.shape[0] * new.shape[1])
     texts = base.tok.batch_decode(new, skip_special_tokens=True)
     # a chat base's reply starts in the pre-filled "Answer:" (lib.llm.models.Base.prompt_ids): it is
     # part of what the model said, so answer_of reads the reply as the tagged answer it is
@@ -62,7 +62,7 @@ def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: 
 
 
 def generate_rows(base, prompts: Sequence[str], adapter_names: Sequence[str], *, hard: bool = False,
-                  batch_size: int = 512, max_new_tokens: int | None = None) -> list[str]:
+                  batch_size: int = 512, max_new_tokens: int | None = None, counter: Counter | None = None) -> list[str]:
     """Row-wise mixed batch: output ``k`` is adapter ``adapter_names[k]`` on ``prompts[k]``.
 
     Rows are sorted by prompt length before batching (less padding) and returned in input order.
@@ -79,7 +79,7 @@ def generate_rows(base, prompts: Sequence[str], adapter_names: Sequence[str], *,
     out = [""] * len(enc)
     for s in range(0, len(order), batch_size):
         idx = order[s:s + batch_size]
-        texts = _batch_generate(base, [enc[k] for k in idx], [adapter_names[k] for k in idx], mnt)
+        texts = _batch_generate(base, [enc[k] for k in idx], [adapter_names[k] for k in idx], mnt, counter)
         for k, t in zip(idx, texts):
             out[k] = t
     return out

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..methods.tasks import Task, make_tasks
+from ..methods.tasks import Task
 from .models import encode_batch
 
 TARGETS = ("q_proj", "v_proj")  # the seed's attention-only LoRA
@@ -84,11 +84,12 @@ def adapter_params(base, name: str) -> list:
 
 
 def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, seed: int = 0,
-                  lr: float = 3e-3, batch_size: int = 16) -> dict:
+                  lr: float = 3e-3, batch_size: int = 16, counter=None) -> dict:
     """Supervised fine-tuning of adapter ``name`` on ``tasks`` (cross-entropy on answer tokens only).
 
     AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)``; only the
     adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
+    ``counter(train_steps=…, train_tokens=…)`` receives the work done (a :class:`PhaseTimer`'s count).
     """
     import torch
     tasks = list(tasks)
@@ -101,13 +102,14 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng(seed)
     base.model.train()
-    steps, last = 0, []
+    steps, tokens, last = 0, 0, []
     for ep in range(epochs):
         order = rng.permutation(len(tasks))
         last = []
         for s in range(0, len(order), batch_size):
             ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
             loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
+            tokens += int(att.sum())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -117,6 +119,8 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
     for p in params:
         p.requires_grad_(False)
     base.model.set_adapter(IDLE)
+    if counter is not None:
+        counter(train_steps=steps, train_tokens=tokens)
     return {"steps": steps, "loss": float(np.mean(last)) if last else float("nan")}
 
 
@@ -208,23 +212,10 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
                         r: int = 16, alpha: int = 32, lr: float = 3e-3, batch_size: int = 16,
-                        targets=TARGETS, name: str = "_train") -> Path:
+                        targets=TARGETS, name: str = "_train", counter=None) -> Path:
     """A fresh LoRA trained on ``tasks`` and saved to ``path`` (then detached)."""
     new_adapter(base, name, r=r, alpha=alpha, seed=seed, targets=targets)
-    train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=lr, batch_size=batch_size)
+    train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=lr, batch_size=batch_size, counter=counter)
     save_adapter(base, name, path)
     remove_adapter(base, name)
     return Path(path)
-
-
-def specialist_tasks(family: str, n_train: int, seed: int, hard: bool = False) -> list[Task]:
-    """Training data of a founder specialist (seeds offset so they never meet the evaluation pools)."""
-    return make_tasks(family, n_train, seed=50_000 + seed, hard=hard)
-
-
-def train_specialist(base, family: str, path: str | Path, *, n_train: int = 300, epochs: int = 2,
-                     seed: int = 0, hard: bool = False, r: int = 16, alpha: int = 32, lr: float = 3e-3,
-                     batch_size: int = 16, targets=TARGETS) -> Path:
-    """A per-family LoRA specialist: SFT on ``n_train`` verified tasks of ``family`` (a founder)."""
-    return train_lora_on_tasks(base, specialist_tasks(family, n_train, seed, hard), path, epochs=epochs,
-                               seed=seed, r=r, alpha=alpha, lr=lr, batch_size=batch_size, targets=targets)

@@ -1,49 +1,32 @@
-"""Per-phase wall time, token throughput and peak GPU memory of the society loop.
+"""Per-phase wall time, work counters and peak GPU memory of the society loop.
 
 A :class:`PhaseTimer` accumulates, per named phase, the number of calls, the *exclusive* wall
 seconds (a phase entered inside another pauses the outer one, so the phases add up to the time
-tracked), the tokens processed and, on CUDA, the peak allocated memory. On CUDA every phase
-boundary synchronises the device, so the seconds are the device's, not the launch queue's.
+tracked), work counters (tokens, training steps) and, on CUDA, the peak allocated memory. On CUDA
+every phase boundary synchronises the device, so the seconds are the device's, not the launch
+queue's.
 
-Two ways to feed it:
-
-- ``with timing.phase("evaluate"): ...`` anywhere in the code: a no-op unless a timer is active
-  (``with timer.active(): ...``), so the loop can be annotated at no cost (e.g. from
-  ``lib.llm.society.PhaseClock.__call__``, which then feeds both its own per-generation seconds
-  and this timer's tokens and GPU memory);
-- ``timer.active(instrument=True)`` additionally wraps the society's building blocks
-  (``ensure_founders``, ``generate_rows``, ``merge_adapters``, ``train_adapter``, ``load_adapter``)
-  and names each call's phase from the adapters it touches: ``founders`` (gen-0 specialists),
-  ``evaluate`` (all agents on test + val + conformity), ``merge``, ``screen`` (every merge
-  candidate on the screening pool), ``inherit`` (sources answering the inheritance pool), ``train``
-  (child SFT), ``load``. Explicit ``phase(...)`` blocks take precedence over the inferred names.
+The timer is explicit: the society loop is handed one (``run_experiment(cfg, timer=timer)``) and
+opens its phases through it — founders, load, evaluate, screen, inherit, train — and the model
+calls report their work to it (``timer.count(gen_tokens=…)``: prompt and generated tokens of every
+generate call, training steps and tokens). Nothing is patched and nothing is global.
 
 Tokens: generation counts prompt tokens (prefill) and generated tokens separately
 (``gen_tokens`` = new tokens up to and including EOS, summed over rows); training counts the
 tokens of every sequence of every step (``train_tokens``, prompt + answer).
 
     timer = PhaseTimer()
-    with timer.active(instrument=True):
-        society.run_experiment(cfg, base=base)
+    society.run_experiment(cfg, base=base, timer=timer)
     print(timer.report())
 """
 from __future__ import annotations
 
-import re
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable
 
-_ACTIVE: "PhaseTimer | None" = None
-_AGENT = re.compile(r"^t\d+a\d+$")
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-        return bool(torch.cuda.is_available())
-    except ImportError:
-        return False
+from ..core.device import cuda_available
 
 
 @dataclass
@@ -55,17 +38,17 @@ class _Stat:
 
 
 class PhaseTimer:
-    """Exclusive wall seconds, call counts, token counts and peak CUDA memory per phase."""
+    """Exclusive wall seconds, call counts, work counters and peak CUDA memory per phase.
 
-    def __init__(self, cuda: bool | None = None):
-        self.cuda = _cuda() if cuda is None else cuda
+    ``clock`` returns seconds (default ``time.perf_counter``; tests inject a fake one);
+    ``cuda``: synchronise and read peak memory at phase boundaries (default: whether CUDA is visible).
+    """
+
+    def __init__(self, cuda: bool | None = None, clock: Callable[[], float] = time.perf_counter):
+        self.cuda = cuda_available() if cuda is None else cuda
+        self.clock = clock
         self.stats: dict[str, _Stat] = {}
-        self._stack: list[list] = []  # [name, started_at, inferred]
-        self.t0 = time.perf_counter()
-        # inference state of the instrumented loop (see module docstring)
-        self._cands: set[str] = set()
-        self._screened = False
-        self._evaluated = False
+        self._stack: list[list] = []  # [name, started_at]
 
     # --------------------------------------------------------------- clock
     def _sync(self) -> None:
@@ -84,34 +67,33 @@ class PhaseTimer:
             st.peak_bytes = max(st.peak_bytes, int(torch.cuda.max_memory_allocated()))
 
     def _pause_top(self, now: float) -> None:
-        name, start, _ = self._stack[-1]
+        name, start = self._stack[-1]
         st = self.stats.setdefault(name, _Stat())
         st.wall_s += now - start
         self._peak_read(st)
 
     @contextmanager
-    def phase(self, name: str, _inferred: bool = False):
+    def phase(self, name: str):
         """Time the block as phase ``name`` (exclusive of phases nested inside it)."""
         self._sync()
-        now = time.perf_counter()
+        now = self.clock()
         if self._stack:
             self._pause_top(now)
         self.stats.setdefault(name, _Stat()).calls += 1
         self._peak_reset()
-        self._stack.append([name, time.perf_counter(), _inferred])
+        self._stack.append([name, self.clock()])
         try:
             yield self
         finally:
             self._sync()
-            now = time.perf_counter()
-            self._pause_top(now)
+            self._pause_top(self.clock())
             self._stack.pop()
             if self._stack:
                 self._peak_reset()
-                self._stack[-1][1] = time.perf_counter()
+                self._stack[-1][1] = self.clock()
 
     def count(self, **counts: int) -> None:
-        """Add work counters (e.g. ``gen_tokens=…``) to the innermost running phase."""
+        """Add work counters (e.g. ``gen_tokens=…``) to the innermost running phase (none: dropped)."""
         if not self._stack:
             return
         st = self.stats[self._stack[-1][0]]
@@ -153,108 +135,32 @@ class PhaseTimer:
         lines.append(f"{'total':<10} {'':>5} {self.total_s():>8.1f}")
         return "\n".join(lines)
 
-    # --------------------------------------------------------------- activation
+
+class PhaseClock:
+    """Wall seconds per named phase of one generation (what the progress files record):
+    ``with clock("train"): ...``. Each phase is also opened on ``timer`` when one is given."""
+
+    def __init__(self, timer: PhaseTimer | None = None, clock: Callable[[], float] = time.perf_counter):
+        self.s: dict[str, float] = {}
+        self.timer = timer
+        self.clock = clock
+
     @contextmanager
-    def active(self, instrument: bool = False):
-        """Make this the timer that :func:`phase` and :func:`count` report to (and, with
-        ``instrument``, wrap the society's building blocks; they are restored on exit)."""
-        global _ACTIVE
-        prev, _ACTIVE = _ACTIVE, self
-        patches = _instrument(self) if instrument else []
+    def __call__(self, phase: str):
+        t0 = self.clock()
         try:
-            yield self
+            if self.timer is None:
+                yield
+            else:
+                with self.timer.phase(phase):
+                    yield
         finally:
-            for mod, attr, orig in reversed(patches):
-                setattr(mod, attr, orig)
-            _ACTIVE = prev
+            self.s[phase] = self.s.get(phase, 0.0) + self.clock() - t0
 
+    def count(self, **counts: int) -> None:
+        """Work counters for the timer's running phase (a no-op without a timer)."""
+        if self.timer is not None:
+            self.timer.count(**counts)
 
-def phase(name: str):
-    """``with phase("screen"):`` — timed when a timer is active, else a no-op."""
-    return _ACTIVE.phase(name) if _ACTIVE is not None else nullcontext()
-
-
-def count(**counts: int) -> None:
-    """Add counters to the active timer's running phase (no-op without one)."""
-    if _ACTIVE is not None:
-        _ACTIVE.count(**counts)
-
-
-# ----------------------------------------------------------------------------- instrumentation
-
-
-def _instrument(timer: PhaseTimer) -> list[tuple]:
-    """Wrap the building blocks of :mod:`lib.llm.society` with phase names; returns the patches."""
-    from . import generate as G
-    from . import lora as L
-    from . import merge as M
-    from . import society as S
-
-    patches = []
-
-    def wrap(mod, attr, fn):
-        patches.append((mod, attr, getattr(mod, attr)))
-        setattr(mod, attr, fn)
-
-    def explicit() -> bool:  # a phase opened by the code itself (not by this instrumentation) is running
-        return any(not e[2] for e in timer._stack)
-
-    def inferred(name):
-        return timer.phase(name, _inferred=True)
-
-    orig_founders, orig_rows = S.ensure_founders, G.generate_rows
-    orig_merge, orig_train, orig_load = M.merge_adapters, L.train_adapter, L.load_adapter
-
-    def founders(*a, **k):
-        if explicit():
-            return orig_founders(*a, **k)
-        with inferred("founders"):
-            return orig_founders(*a, **k)
-
-    def rows(base, prompts, adapter_names, **k):
-        if explicit():
-            return orig_rows(base, prompts, adapter_names, **k)
-        names = set(adapter_names)
-        if names and names <= timer._cands:
-            label = "inherit" if timer._screened or names != timer._cands else "screen"
-            timer._screened = timer._screened or label == "screen"
-        elif names == {G.BASE_ROW}:  # the bare base, evaluated alongside the agents
-            label = "evaluate"
-        elif names and all(_AGENT.match(n) for n in names) and not timer._evaluated:
-            label, timer._evaluated = "evaluate", True
-        else:
-            label = "inherit" if timer._evaluated else "generate"
-        with inferred(label):
-            return orig_rows(base, prompts, adapter_names, **k)
-
-    def merge(base, parents, weights, name, method="exact"):
-        timer._cands.add(name)
-        if explicit():
-            return orig_merge(base, parents, weights, name, method)
-        with inferred("merge"):
-            return orig_merge(base, parents, weights, name, method)
-
-    def train(base, name, tasks, **k):
-        tasks = list(tasks)
-        ctx = nullcontext() if timer.current == "founders" or explicit() else inferred("train")
-        with ctx:
-            out = orig_train(base, name, tasks, **k)
-            ntok = sum(len(base.prompt_ids(t.prompt)) + len(base.answer_ids(t.answer)) for t in tasks)
-            timer.count(train_tokens=ntok * k.get("epochs", 2), train_steps=out.get("steps", 0))
-        return out
-
-    def load(base, name, path):
-        if _AGENT.match(name):  # a new generation's agents are attached: a new round of phases
-            timer._cands, timer._screened, timer._evaluated = set(), False, False
-        if explicit():
-            return orig_load(base, name, path)
-        with inferred("load"):
-            return orig_load(base, name, path)
-
-    wrap(S, "ensure_founders", founders)
-    wrap(G, "generate_rows", rows)
-    wrap(M, "merge_adapters", merge)
-    wrap(L, "train_adapter", train)
-    wrap(L, "load_adapter", load)
-    return patches
-
+    def rounded(self) -> dict:
+        return {k: round(v, 3) for k, v in self.s.items()}

@@ -11,7 +11,7 @@ answer on prompt j; ``""`` means the agent gave no answer.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -75,21 +75,23 @@ def behavioural_distance(outputs_per_agent: Sequence[Sequence[str]]) -> np.ndarr
     return np.array([[float(np.mean(A[i] != A[k])) for k in range(n)] for i in range(n)])
 
 
-def fitness_of(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence[str]) -> dict:
-    """Verifier accuracy: ``{family: mean verify(o, t) over that family's tasks, "overall": over all}``.
+def fitness_of(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence[str],
+               verifier: Callable[[str, Task], bool] = verify) -> dict:
+    """Verifier accuracy: ``{family: mean verifier(o, t) over that family's tasks, "overall": over all}``.
 
     A family with no tasks in ``tasks`` is reported as NaN; ``overall`` averages all tasks equally.
+    ``verifier`` is the grounded signal (:func:`lib.methods.tasks.verify`; tests swap it).
     """
     if len(outputs) != len(tasks):
         raise ValueError(f"{len(outputs)} outputs for {len(tasks)} tasks")
-    ok = np.array([verify(o, t) for o, t in zip(outputs, tasks)], dtype=float)
+    ok = np.array([bool(verifier(o, t)) for o, t in zip(outputs, tasks)], dtype=float)
     fam = np.array([t.family for t in tasks])
     res = {f: float(ok[fam == f].mean()) if np.any(fam == f) else float("nan") for f in families}
     res["overall"] = float(ok.mean()) if ok.size else float("nan")
     return res
 
 
-def select_parents(scores, dist, n_parents: int, diversity: bool = True, lam: float = 0.3) -> list[int]:
+def select_parents(scores, dist, n_parents: int, *, diversity: bool = True, lam: float = 0.3) -> list[int]:
     """Choose ``n_parents`` distinct agents, in selection order.
 
     Without ``diversity``: top-P by score (ties → lower index).
@@ -123,6 +125,12 @@ def select_parents(scores, dist, n_parents: int, diversity: bool = True, lam: fl
         best = max(range(len(rest)), key=lambda r: (gain[r], -rest[r]))
         chosen.append(rest[best])
     return chosen
+
+
+def elite_indices(scores, k: int) -> list[int]:
+    """The ``k`` top-scoring agents (ties → lower index), as the seed's comment says: the elites are
+    the best by score, not the first parents in quality-diversity order."""
+    return [int(i) for i in np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]]
 
 
 def complementary_pairs(parents: Sequence[int], dist, n_pairs: int) -> list[tuple[int, int]]:
@@ -170,6 +178,11 @@ def arm_settings(arm: str, g: float) -> dict:
         raise ValueError(f"g must lie in [0, 1], got {g}")
     grounded, sex, diversity = ARMS[arm]
     return {"g": float(g) if grounded else 0.0, "sex": sex, "diversity": diversity}
+
+
+def founder_family(families: Sequence[str], agent: int) -> str:
+    """The family founder ``agent`` specialises in: ``families[agent mod F]``."""
+    return families[int(agent) % len(families)]
 
 
 def sample_merge_weights(n_parents: int, n_candidates: int, rng: np.random.Generator) -> np.ndarray:

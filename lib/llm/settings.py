@@ -1,0 +1,283 @@
+"""The society's settings: the config schema, its checks, and the frozen views the loop reads.
+
+A society config (``configs/society*/<scale>.yaml``) is validated against :data:`SCHEMA` before any
+work (:func:`validate_config`, one :class:`lib.core.config.ConfigError` naming every bad key). The
+loop then reads two frozen views of it: :class:`Settings` (the run) and :class:`Arm` (one arm of the
+ablation with its modifiers resolved, ``full@g0.25@e1``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.config import Field, validate
+from ..core.paths import DATA, REPO_ROOT, runs_dir
+from ..methods.operators import V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
+from ..methods.tasks import FAMILIES
+
+from .lora import ALL_LINEAR, TARGETS
+
+KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS}
+
+SCHEMA = {
+    "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
+    "families": Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"),
+    "agents": Field(int, 6, min=2, doc="population size N"),
+    "generations": Field(int, 8, min=1, doc="generations G"),
+    "arms": Field(list, list(V1_ARMS), item=str, doc="ablation arms"),
+    "g": Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"),
+    "lam": Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"),
+    "n_test": Field(int, 40, min=1, doc="test tasks per family (reporting only)"),
+    "n_val": Field(int, 30, min=1, doc="validation tasks per family (grounded selection signal)"),
+    "n_screen": Field(int, 0, min=0, doc="val tasks per family that screen the candidate merges (the first "
+                                          "n_screen of each family's val tasks); 0 = all n_val (seed)"),
+    "n_conf": Field(int, 60, min=1, doc="conformity-pool tasks per generation (split over families)"),
+    "n_inherit": Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"),
+    "n_candidates": Field(int, 6, min=1, doc="merge-weight candidates screened per pair"),
+    "epochs": Field(int, 2, min=1, doc="child SFT epochs"),
+    "elitism": Field(int, 0, min=0, doc="top-scoring agents copied unchanged into the next generation "
+                                         "(an arm may override it: <arm>@e<count>)"),
+    "n_parents": Field(int, 0, min=0, doc="parents per generation; 0 = max(2, agents // 2)"),
+    "spec_train": Field(int, 300, min=1, doc="founder specialist training tasks"),
+    "spec_epochs": Field(int, 2, min=1, doc="founder specialist epochs"),
+    "hard": Field(bool, False, doc="hard task level"),
+    "keep_all_adapters": Field(bool, False, doc="keep every generation's adapters (else only the latest)"),
+    "seed": Field(int, 0, doc="seed (when seeds is empty)"),
+    "seeds": Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)"),
+    "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"),
+    "lr": Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"),
+    "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
+    "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
+    "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
+                   doc="base dtype (auto: bf16 on CUDA, else fp32; the tiny base always runs in fp32)"),
+    "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
+}
+SHARD_KEYS = ("arms", "seeds", "seed")  # which shards to run; not part of what the data means
+
+
+# ----------------------------------------------------------------------------- arms
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm with its modifiers resolved.
+
+    ``label`` is the arm as written in the config and the rows (``"full@e1"``); ``name`` the seed's
+    arm (``"full"``); ``g`` its grounding knob (0 for ``no_grounding``: the verifier never enters
+    its loop); ``merge`` its recombination (None: children are copies; ``"exact"``: Σ wᵢ BᵢAᵢ;
+    ``"linear"``: peft's linear merge of the factors); ``diversity`` quality-diversity selection
+    (else top-P); ``elitism`` the top scorers copied unchanged.
+    """
+
+    label: str
+    name: str
+    g: float
+    merge: str | None
+    diversity: bool
+    elitism: int
+
+    @property
+    def grounded(self) -> bool:
+        return self.g > 0
+
+
+def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
+    """An arm name with optional modifiers: ``<arm>[@g<value>][@e<count>]``.
+
+    ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism}``; ``"full@g0.25"`` runs the arm at
+    its own grounding knob (the grounding-knob sweep, configs/society_g_sweep/); ``"full@e1"`` with
+    its own number of elites (the elitism comparison). Raises ``ValueError`` on a malformed name.
+    """
+    name, *mods = arm.split("@")
+    out = {"name": name, "g": float(g), "elitism": int(elitism)}
+    for m in mods:
+        try:
+            if m[:1] == "g":
+                out["g"] = float(m[1:])
+            elif m[:1] == "e":
+                out["elitism"] = int(m[1:])
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>], e.g. full@g0.25 "
+                             f"or full@e1") from None
+    return out
+
+
+def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
+    """:func:`lib.methods.operators.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
+    p = parse_arm(arm, g, elitism)
+    return {**seed_arm_settings(p["name"], p["g"]), "elitism": p["elitism"]}
+
+
+def resolve_arm(cfg: dict, label: str) -> Arm:
+    """The :class:`Arm` of ``label`` under config ``cfg`` (v1 merges every sexual arm linearly, as the seed)."""
+    s = arm_settings(label, cfg["g"], cfg["elitism"])
+    merge = None if s["sex"] is None else ("linear" if cfg["kind"] == "llm_society" else s["sex"])
+    return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
+               diversity=s["diversity"], elitism=s["elitism"])
+
+
+def merge_method(cfg: dict, arm: str) -> str | None:
+    """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
+    return resolve_arm(cfg, arm).merge
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one society run reads from its config (every key is the config key of the same name;
+    derived values are properties)."""
+
+    experiment: str
+    kind: str
+    scale: str
+    base_model: str
+    families: tuple[str, ...]
+    agents: int
+    generations: int
+    g: float
+    lam: float
+    n_test: int
+    n_val: int
+    n_screen: int
+    n_conf: int
+    n_inherit: int
+    n_candidates: int
+    epochs: int
+    elitism: int
+    n_parents: int
+    spec_train: int
+    spec_epochs: int
+    hard: bool
+    lora_r: int
+    lora_alpha: int
+    lora_targets: tuple[str, ...]
+    lr: float
+    batch_size: int
+    gen_batch: int
+    keep_all_adapters: bool
+
+    @classmethod
+    def of(cfg: type, c: dict) -> "Settings":
+        """The settings of a validated config dict."""
+        lo = c["lora"]
+        return cfg(experiment=c["experiment"], kind=c["kind"], scale=c["scale"], base_model=c["base_model"],
+                   families=tuple(c["families"]), agents=c["agents"], generations=c["generations"], g=c["g"],
+                   lam=c["lam"], n_test=c["n_test"], n_val=c["n_val"], n_screen=c["n_screen"] or c["n_val"],
+                   n_conf=c["n_conf"], n_inherit=c["n_inherit"], n_candidates=c["n_candidates"],
+                   epochs=c["epochs"], elitism=c["elitism"], n_parents=n_parents(c), spec_train=c["spec_train"],
+                   spec_epochs=c["spec_epochs"], hard=c["hard"], lora_r=lo.get("r", 16),
+                   lora_alpha=lo.get("alpha", 32), lora_targets=tuple(lo.get("targets", TARGETS)), lr=c["lr"],
+                   batch_size=c["batch_size"], gen_batch=c["gen_batch"], keep_all_adapters=c["keep_all_adapters"])
+
+    def lora_kw(self) -> dict:
+        """Keyword arguments of every LoRA the run trains (founders and children)."""
+        return {"r": self.lora_r, "alpha": self.lora_alpha, "targets": self.lora_targets, "lr": self.lr,
+                "batch_size": self.batch_size}
+
+
+def n_parents(cfg: dict) -> int:
+    """Parents per generation: ``n_parents``, or ``max(2, agents // 2)`` when it is 0."""
+    return cfg["n_parents"] or max(2, cfg["agents"] // 2)
+
+
+def lora_kw(cfg: dict) -> dict:
+    """Keyword arguments of every LoRA this config trains (founders and children)."""
+    return Settings.of(cfg).lora_kw()
+
+
+def seed_list(cfg: dict) -> list[int]:
+    return list(cfg["seeds"]) if cfg["seeds"] else [int(cfg["seed"])]
+
+
+def core_config(cfg: dict) -> dict:
+    """What the data means: the config without which arms/seeds run (the folder's identity)."""
+    return {k: v for k, v in cfg.items() if k not in SHARD_KEYS}
+
+
+def adapters_root(cfg: dict) -> Path:
+    if cfg["adapters_dir"]:
+        p = Path(cfg["adapters_dir"])
+        return p if p.is_absolute() else REPO_ROOT / p
+    return runs_dir(cfg["scale"], cfg["experiment"])
+
+
+def base_dtype(cfg: dict) -> str:
+    """The dtype the base runs in: ``tiny`` always fp32 (cpu-scale rows must not depend on whether
+    a GPU is present); otherwise ``dtype``, with ``auto`` = bf16 on CUDA, fp32 elsewhere."""
+    import torch
+    if cfg["base_model"] == "tiny":
+        return "fp32"
+    if cfg["dtype"] == "auto":
+        return "bf16" if torch.cuda.is_available() else "fp32"
+    return cfg["dtype"]
+
+
+def check_device(cfg: dict) -> None:
+    """The paper scale (and bf16) needs CUDA: refuse on a CPU before any expensive work."""
+    import torch
+    if (cfg["scale"] == "paper" or cfg["dtype"] == "bf16") and not torch.cuda.is_available():
+        raise RuntimeError(f"{cfg['experiment']} at scale {cfg['scale']!r} (base {cfg['base_model']}, "
+                           f"dtype {cfg['dtype']}) needs a CUDA GPU with bf16; none is visible. Run the "
+                           f"cpu scale here (configs/society/cpu.yaml) or move to a GPU machine.")
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _checks(cfg: dict) -> list[str]:
+    errs = []
+    allowed = KINDS.get(cfg["kind"])
+    if allowed is None:
+        return [f"kind: {cfg['kind']!r} is not a society kind; use one of {list(KINDS)}"]
+
+    def ok(a):
+        try:
+            p = parse_arm(a, cfg["g"], cfg["elitism"])
+        except ValueError:
+            return False
+        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0
+    bad = [a for a in cfg["arms"] if not ok(a)]
+    if bad or not cfg["arms"]:
+        errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
+                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>)")
+    if len(set(cfg["arms"])) != len(cfg["arms"]):
+        errs.append(f"arms: duplicates in {cfg['arms']}")
+    if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
+        errs.append(f"families: need distinct families, got {cfg['families']}")
+    N, P = cfg["agents"], n_parents(cfg)
+    if P > N:
+        errs.append(f"n_parents ({P}) > agents ({N})")
+    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in cfg["arms"] if ok(a)):
+        errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
+    for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in cfg["arms"] if ok(a)} | {cfg["elitism"]}):
+        if e > min(P, N - 1):
+            errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
+    if cfg["n_screen"] > cfg["n_val"]:
+        errs.append(f"n_screen ({cfg['n_screen']}) must be <= n_val ({cfg['n_val']}): it screens on a part of val")
+    nf = len(cfg["families"])
+    for k in ("n_conf", "n_inherit"):
+        if cfg[k] < nf:
+            errs.append(f"{k} ({cfg[k]}) must be >= the number of families ({nf})")
+    extra = set(cfg["lora"]) - {"r", "alpha", "targets"}
+    if extra or not all(isinstance(cfg["lora"].get(k, 1), int) and cfg["lora"].get(k, 1) > 0 for k in ("r", "alpha")):
+        errs.append(f"lora: only positive ints r and alpha (and a list targets) allowed, got {cfg['lora']}")
+    tg = cfg["lora"].get("targets", list(TARGETS))
+    if not isinstance(tg, list) or not tg or any(t not in ALL_LINEAR for t in tg):
+        errs.append(f"lora.targets: {tg!r}; choose a non-empty list from {list(ALL_LINEAR)}")
+    if cfg["adapters_dir"]:
+        p = Path(cfg["adapters_dir"])
+        p = (p if p.is_absolute() else REPO_ROOT / p).resolve()
+        if p == DATA.resolve() or DATA.resolve() in p.parents:
+            errs.append(f"adapters_dir {cfg['adapters_dir']!r} is under data/: adapters belong under runs/")
+    if len(set(seed_list(cfg))) != len(seed_list(cfg)):
+        errs.append(f"seeds: duplicates in {cfg['seeds']}")
+    return errs
+
+
+def validate_config(cfg: dict) -> dict:
+    """The complete, checked config (raises ``ConfigError`` naming every problem)."""
+    return validate(cfg, SCHEMA, _checks)
