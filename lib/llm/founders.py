@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.config import config_hash
 from ..methods.operators import founder_family
 from .lora import check_adapter_dir, train_lora_on_tasks
-from .pools import founder_tasks
+from .pools import founder_seed, founder_tasks
 from .settings import Settings, adapters_root
 
 
@@ -50,11 +50,6 @@ def founder_settings(base, cfg: dict, seed: int) -> dict:
 def founders_dir(base, cfg: dict, seed: int) -> Path:
     """``<adapters>/s<seed>/founders-<hash>/``: one folder per distinct founder setting."""
     return adapters_root(cfg) / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
-
-
-def founder_seed(seed: int, agent: int) -> int:
-    """The training seed (tasks, LoRA init, data order) of founder ``agent`` of ``seed``."""
-    return seed * 100 + agent
 
 
 def ensure_founders(base, cfg: dict, seed: int, *, counter=None) -> list[Path]:

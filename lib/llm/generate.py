@@ -48,16 +48,16 @@ def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] 
 
 
 def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: bool = False,
-             batch_size: int = 512, max_new_tokens: int | None = None) -> list[str]:
+             batch_size: int = 512, max_new_tokens: int | None = None, counter: Counter | None = None) -> list[str]:
     """Greedy outputs of one model (the active adapter, ``adapter``, or the bare base) on ``prompts``."""
     if adapter is not None:
         return generate_agents(base, prompts, [adapter], hard=hard, batch_size=batch_size,
-                               max_new_tokens=max_new_tokens)[0]
+                               max_new_tokens=max_new_tokens, counter=counter)[0]
     mnt = max_new_tokens or base.max_new_tokens(hard)
     enc = [base.prompt_ids(p) for p in prompts]
     out: list[str] = []
     for s in range(0, len(enc), batch_size):
-        out += _batch_generate(base, enc[s:s + batch_size], None, mnt)
+        out += _batch_generate(base, enc[s:s + batch_size], None, mnt, counter)
     return out
 
 

@@ -29,8 +29,8 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..methods.operators import (agreement, behavioural_distance, complementary_pairs, conformity_scores,
-                                 consensus_answers, elite_indices, fitness_of, sample_merge_weights,
-                                 select_parents)
+                                 consensus_answers, elite_indices, fitness_of, region_accuracy,
+                                 sample_merge_weights, select_parents)
 from ..methods.tasks import Task, answer_of
 from .pools import GenerationPools
 from .settings import Arm
@@ -79,7 +79,7 @@ def answer_pools(agents: Agents, names: Sequence[str], pools: dict[str, Sequence
 class Evaluation:
     """What the verifier and the population's answers say about each of ``N`` agents."""
 
-    test: list[dict]            # per agent: {family: accuracy, ..., "overall": accuracy} on the test pool
+    test: list[dict]            # per agent on the test pool: {family: acc, …, "overall": acc, "<family>_<region>": acc, …}
     val: np.ndarray             # (N,) val accuracy: the grounded selection signal
     screen: np.ndarray          # (N,) accuracy on the screening part of val
     val_halves: list[tuple]     # per agent: (even-indexed, odd-indexed) val accuracy (split-half reliability)
@@ -103,10 +103,13 @@ def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, ve
     def acc(outs, tasks) -> dict:
         return fitness_of(outs, tasks, families, verifier)
 
+    def test_acc(outs) -> dict:
+        return test_accuracy(outs, pools.test, families=families, verifier=verifier)
+
     val_tasks = pools.val
     consensus = consensus_answers(ans["conformity"])
     return Evaluation(
-        test=[acc(o, pools.test) for o in ans["test"]],
+        test=[test_acc(o) for o in ans["test"]],
         val=np.array([acc(o, val_tasks)["overall"] for o in ans["val"]]),
         screen=np.array([acc([o[k] for k in pools.screen_in_val], pools.screen)["overall"] for o in ans["val"]]),
         val_halves=[(acc(o[0::2], val_tasks[0::2])["overall"], acc(o[1::2], val_tasks[1::2])["overall"])
@@ -118,9 +121,15 @@ def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, ve
     )
 
 
+def test_accuracy(outs: Sequence[str], tasks: Sequence[Task], *, families: Sequence[str], verifier: Verifier) -> dict:
+    """Accuracy per family, ``overall``, and per family and region (``lists_novel``: the part of the
+    family the base never saw in pre-training; ``lists_familiar``: the rest)."""
+    return {**fitness_of(outs, tasks, families, verifier), **region_accuracy(outs, tasks, families, verifier)}
+
+
 def base_accuracy(agents: Agents, tasks: Sequence[Task], *, verifier: Verifier, families: Sequence[str]) -> dict:
-    """The bare base's accuracy on ``tasks`` per family and overall (the founders' reference)."""
-    return fitness_of(agents.answer([agents.BASE], prompts(tasks))[0], tasks, families, verifier)
+    """The bare base's :func:`test_accuracy` on ``tasks`` (the founders' reference)."""
+    return test_accuracy(agents.answer([agents.BASE], prompts(tasks))[0], tasks, families=families, verifier=verifier)
 
 
 # ----------------------------------------------------------------------------- 2. select
@@ -150,10 +159,11 @@ class Source:
     parents: tuple[int, int]      # indices in this generation (a == b: a copy)
     agent: str                    # the agent that answered the inheritance pool
     answers: list[str]            # its outputs on the inheritance pool
-    test: float                   # its test accuracy (diagnostic only)
+    test: dict                    # its test accuracy, as :func:`test_accuracy` (diagnostic only)
     screen: float                 # its accuracy on the screening pool
     merge_winner: int | None = None   # index of the winner among the candidates (0: plain average)
     merge_gain: float | None = None   # winner's screening accuracy − its parents' mean
+    merge_tied: int | None = None     # candidates tied at the top screening score (1: no tie)
 
 
 def breed(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, arm: Arm, pools: GenerationPools,
@@ -176,11 +186,13 @@ def breed(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, 
 
 @dataclass(frozen=True)
 class Screened:
-    """The candidates of one pair: their names and screening scores, and the winner."""
+    """The candidates of one pair: their names and screening scores, the winner, and how many
+    candidates shared the top score."""
 
     names: list[str]
     scores: list[float]
     winner: int
+    tied: int
 
 
 def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, arm: Arm, pools: GenerationPools,
@@ -188,8 +200,8 @@ def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection,
            families: Sequence[str]) -> tuple[list[tuple[int, int]], list[Screened]]:
     """Complementary pairs, ``n_candidates`` merges of each (weights: the plain average, then
     Dirichlet draws from ``rng``), each scored on the screening pool (``g > 0``: verifier accuracy;
-    ``g = 0``: agreement with the consensus on the conformity pool); the best wins (ties → the
-    lower index)."""
+    ``g = 0``: agreement with the consensus on the conformity pool); the best wins. Ties are broken
+    by a draw from ``rng`` (not by the lowest index, which would favour the plain average)."""
     pairs = complementary_pairs(sel.parents, ev.distance, n_pairs)
     weights = [sample_merge_weights(2, n_candidates, rng) for _ in pairs]
     cands = [[agents.merge([names[pa], names[pb]], weights[c][k].tolist(), f"{tag}c{c}k{k}", arm.merge)
@@ -204,7 +216,9 @@ def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection,
     out = []
     for c, group in enumerate(cands):
         v = scores[c * n_candidates:(c + 1) * n_candidates]
-        out.append(Screened(names=group, scores=v, winner=int(np.argmax(v))))
+        top = np.flatnonzero(np.asarray(v) == max(v))
+        winner = int(top[0]) if len(top) == 1 else int(rng.choice(top))
+        out.append(Screened(names=group, scores=v, winner=winner, tied=len(top)))
     return pairs, out
 
 
@@ -222,8 +236,8 @@ def inherit(agents: Agents, ev: Evaluation, arm: Arm, pools: GenerationPools, pa
         w_screen = (s.scores[s.winner] if arm.grounded
                     else fitness_of(ans["screen"][c], pools.screen, families, verifier)["overall"])
         out.append(Source(parents=(pa, pb), agent=winners[c], answers=ans["inheritance"][c],
-                          test=fitness_of(ans["test"][c], pools.test, families, verifier)["overall"],
-                          screen=w_screen, merge_winner=s.winner,
+                          test=test_accuracy(ans["test"][c], pools.test, families=families, verifier=verifier),
+                          screen=w_screen, merge_winner=s.winner, merge_tied=s.tied,
                           merge_gain=w_screen - (ev.screen[pa] + ev.screen[pb]) / 2))
     return out
 
@@ -234,7 +248,7 @@ def _copies(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection
     src = [sel.parents[c % len(sel.parents)] for c in range(n_children)]
     uniq = sorted(set(src))
     ans = dict(zip(uniq, agents.answer([names[p] for p in uniq], prompts(pools.inheritance))))
-    return [Source(parents=(p, p), agent=names[p], answers=ans[p], test=ev.test[p]["overall"],
+    return [Source(parents=(p, p), agent=names[p], answers=ans[p], test=ev.test[p],
                    screen=float(ev.screen[p])) for p in src]
 
 

@@ -9,6 +9,11 @@ Two merges, named by what they compute on each adapted weight matrix ``W`` (LoRA
   ``B = Σ_i √w_i · B_i`` and ``ΔW = B A``, which has cross terms ``√(w_i w_j) s_j B_i A_j``; it is
   not a weighted mean of the updates and needs equal ranks. The seed (v1) merges with it, and the
   v2 arm ``sex_linear`` keeps it as the control.
+- ``ties`` / ``dare_ties`` (peft ``ties_svd`` / ``dare_ties_svd``): TIES-merging of the updates
+  ``ΔW_i`` themselves (trim each to its top ``density`` magnitudes, elect a sign per entry, mean of
+  the agreeing entries, weighted by ``w_i``), DARE first dropping entries at random (seeded) and
+  rescaling; the result is written back as a LoRA by an SVD at ``svd_rank`` (the module's full rank
+  reproduces it exactly). Used by the baselines (:mod:`lib.llm.baselines`).
 
 peft's ``add_weighted_adapter`` silently does nothing when the name exists: the old one is removed first.
 """
@@ -18,20 +23,26 @@ from typing import Sequence
 
 from .lora import remove_adapter
 
-COMBINATION = {"exact": "cat", "linear": "linear"}
+COMBINATION = {"exact": "cat", "linear": "linear", "ties": "ties_svd", "dare_ties": "dare_ties_svd"}
 
 
 def merge_adapters(base, parents: Sequence[str], weights: Sequence[float], name: str,
-                   method: str = "exact") -> str:
-    """Attach adapter ``name`` = merge of ``parents`` with ``weights`` (``method``: exact | linear)."""
+                   method: str = "exact", *, density: float | None = None, svd_rank: int | None = None,
+                   seed: int = 0) -> str:
+    """Attach adapter ``name`` = merge of ``parents`` with ``weights`` (``method``: exact | linear |
+    ties | dare_ties; the last two need ``density`` and ``svd_rank``; DARE's drops use ``seed``)."""
+    import torch
     if method not in COMBINATION:
         raise ValueError(f"unknown merge method {method!r}; use one of {list(COMBINATION)}")
     if len(parents) != len(weights):
         raise ValueError(f"{len(parents)} parents but {len(weights)} weights")
     if name in base.model.peft_config:
         remove_adapter(base, name)
-    base.model.add_weighted_adapter(list(parents), [float(w) for w in weights], name,
-                                    combination_type=COMBINATION[method])
+    kw = {} if method in ("exact", "linear") else {"density": density, "svd_rank": svd_rank}
+    with torch.random.fork_rng(devices=[]):  # DARE's random drops: seeded, the caller's RNG untouched
+        torch.manual_seed(seed)
+        base.model.add_weighted_adapter(list(parents), [float(w) for w in weights], name,
+                                        combination_type=COMBINATION[method], **kw)
     if name not in base.model.peft_config:
         raise RuntimeError(f"peft did not create merged adapter {name!r}")
     for n, p in base.model.named_parameters():

@@ -1,65 +1,142 @@
-"""The society's task pools, by name: test, val (and its screening part), conformity, inheritance,
-and the founders' training tasks.
+"""Every task the society touches, by pool — drawn from disjoint parts of each family's task space.
+
+Each family's task space is partitioned deterministically by a hash of the task's prompt
+(:func:`part_of`) into five disjoint **parts**, and every pool draws only from its part:
+
+=============  ======  ===========================================================================
+part           share   pools
+=============  ======  ===========================================================================
+``pretrain``   50 %    the tiny base's pre-training (its familiar region only, :func:`lib.methods.tasks.region`)
+``founders``   20 %    each founder specialist's training tasks (``spec_train``), the multitask baseline's
+``children``   15 %    each generation's conformity pool and inheritance pool (disjoint within a generation)
+``val``        7.5 %   val (the grounded selection signal); screening = its first ``n_screen`` per family
+``test``       7.5 %   test (reporting only)
+=============  ======  ===========================================================================
+
+So no evaluation item was ever trained on — by the base, a founder or a child — and a test
+(``tests/test_pools.py``) proves it for every seed of every committed config. Test and val are drawn
+*per seed* (distinct tasks within a pool), so intervals over seeds include item sampling.
+``python -m lib.llm.pools CONFIG --seed S`` prints every pool's prompts as JSON.
 
 - **test** (``n_test`` per family): reporting only; never seen by the loop.
 - **val** (``n_val`` per family): the grounded selection signal; the first ``n_screen`` of each
   family's val tasks (**screen**) also screen the candidate merges.
-- **conformity** (``n_conf`` per generation, split over families): fresh each generation; consensus,
-  conformity and behavioural distance are measured on it.
+- **conformity** (``n_conf`` per generation, split over families): consensus, conformity and
+  behavioural distance are measured on it.
 - **inheritance** (``n_inherit`` per generation): the prompts whose answers a child is distilled
   from; none of its prompts is in that generation's conformity pool.
-- **founders' training** (``spec_train`` per founder): the specialist's family.
 """
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from ..methods.tasks import Task, make_pool, make_tasks
-from .settings import Settings
+from ..core.config import load_yaml
+from ..core.errors import cli_main
+from ..methods.tasks import Task, make_tasks, region
+from .settings import Settings, seed_list, validate_config
 
-TEST_SEED, VAL_SEED = 1000, 3000  # the seed's fixed pools
-FOUNDER_SEED = 50_000              # founders' training draws: make_tasks(family, n, 50_000 + seed)
+PARTS = {"pretrain": (0.0, 0.50), "founders": (0.50, 0.70), "children": (0.70, 0.85),
+         "val": (0.85, 0.925), "test": (0.925, 1.0)}
+FOUNDER_SEED = 50_000  # founders' training draws: make_tasks(family, ·, 50_000 + founder seed)
+PRETRAIN_SEED = 10_000_000
+TAGS = {"conformity": 1, "inheritance": 2, "val": 3, "test": 4}
+
+
+@lru_cache(maxsize=1 << 20)
+def _unit(prompt: str) -> float:
+    """A prompt's hash as a number in [0, 1): BLAKE2b-64 of the prompt text (machine-independent)."""
+    return int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "big") / 2.0**64
+
+
+def part_of(task: Task) -> str:
+    """The part of its family's task space ``task`` belongs to (by the hash of its prompt)."""
+    u = _unit(task.prompt)
+    return next(p for p, (lo, hi) in PARTS.items() if lo <= u < hi)
+
+
+def draw(family: str, part: str, n: int, seed: int, *, hard: bool = False, distinct: bool = False,
+         familiar_only: bool = False, exclude: frozenset[str] = frozenset()) -> list[Task]:
+    """The first ``n`` tasks of ``make_tasks(family, ·, seed)`` that lie in ``part`` (and, with
+    ``familiar_only``, in the familiar region; never a prompt in ``exclude``); ``distinct``: no
+    prompt twice. Prefix-stable: the first ``k`` of ``n`` equal a draw of ``k``."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}; parts are {list(PARTS)}")
+    if n <= 0:
+        return []
+    m = max(16, 4 * n)
+    while True:
+        out, seen = [], set()
+        for t in make_tasks(family, m, seed=seed, hard=hard):
+            if part_of(t) != part or t.prompt in exclude or (familiar_only and region(t) != "familiar"):
+                continue
+            if distinct:
+                if t.prompt in seen:
+                    continue
+                seen.add(t.prompt)
+            out.append(t)
+            if len(out) == n:
+                return out
+        if m > 1000 * max(n, 1):
+            raise ValueError(f"the {part} part of {family} has fewer than {n} tasks that fit "
+                             f"(found {len(out)}): enlarge the family, or ask for fewer")
+        m *= 2
 
 
 def _pool_seed(seed: int, t: int, i: int, tag: int) -> int:
     return int(np.random.SeedSequence([seed, t, i, tag]).generate_state(1)[0] % (2**31 - 1))
 
 
+def pretrain_tasks(step: int, batch: int = 64) -> list[Task]:
+    """The tasks of the tiny base's pre-training step ``step``: an even mixture of the easy families
+    from their ``pretrain`` part, familiar region only (fixed seeds)."""
+    from ..methods.tasks import FAMILIES
+    k = len(FAMILIES)
+    sizes = [batch // k + (1 if i < batch % k else 0) for i in range(k)]
+    return sum((draw(f, "pretrain", n, PRETRAIN_SEED + step * k + i, familiar_only=True)
+                for i, (f, n) in enumerate(zip(FAMILIES, sizes))), [])
+
+
 def conformity_pool(s: Settings, seed: int, t: int) -> list[Task]:
     """Conformity pool of generation ``t`` (fresh each generation, ``n_conf`` split over families)."""
-    return sum([make_tasks(f, s.n_conf // len(s.families), seed=_pool_seed(seed, t, i, 1), hard=s.hard)
-                for i, f in enumerate(s.families)], [])
+    return sum((draw(f, "children", s.n_conf // len(s.families), _pool_seed(seed, t, i, TAGS["conformity"]),
+                     hard=s.hard) for i, f in enumerate(s.families)), [])
 
 
 def inheritance_pool(s: Settings, seed: int, t: int) -> list[Task]:
-    """Inheritance pool of generation ``t``: ``n_inherit`` tasks split over families, none of whose
-    prompts is in that generation's conformity pool.
+    """Inheritance pool of generation ``t``: ``n_inherit`` tasks split over families, from the
+    children's part, none of whose prompts is in that generation's conformity pool.
 
     Deviation from the seed (seeds ``seed*7919 + t*13 + i`` and ``seed*104729 + t*17 + i``, equal
     for seed 0 at t = 0, so the two pools started with the same tasks): independent streams, and
-    prompts of the conformity pool are skipped (the easy task space is small enough for chance
-    repeats). Repeats within a pool are kept, as in the seed.
+    the conformity pool's prompts are skipped. Repeats within a pool are kept, as in the seed.
     """
-    k = s.n_inherit // len(s.families)
-    taken = {x.prompt for x in conformity_pool(s, seed, t)}
-    out = []
-    for i, f in enumerate(s.families):
-        m = k
-        while True:  # draw more until k tasks outside the conformity pool are found (a prefix grows)
-            cand = [x for x in make_tasks(f, m, seed=_pool_seed(seed, t, i, 2), hard=s.hard)
-                    if x.prompt not in taken]
-            if len(cand) >= k or m > 50 * k:
-                break
-            m *= 2
-        out += cand[:k]
-    return out
+    taken = frozenset(x.prompt for x in conformity_pool(s, seed, t))
+    return sum((draw(f, "children", s.n_inherit // len(s.families), _pool_seed(seed, t, i, TAGS["inheritance"]),
+                     hard=s.hard, exclude=taken) for i, f in enumerate(s.families)), [])
 
 
-def founder_tasks(s: Settings, family: str, seed: int) -> list[Task]:
-    """Training data of a founder specialist of ``family`` (``spec_train`` tasks)."""
-    return make_tasks(family, s.spec_train, seed=FOUNDER_SEED + seed, hard=s.hard)
+def founder_seed(seed: int, agent: int) -> int:
+    """The training seed (tasks, LoRA init, data order) of founder ``agent`` of ``seed``."""
+    return seed * 100 + agent
+
+
+def founder_tasks(s: Settings, family: str, founder_seed: int) -> list[Task]:
+    """Training data of a founder specialist of ``family``: ``spec_train`` tasks of its founders' part."""
+    return draw(family, "founders", s.spec_train, FOUNDER_SEED + founder_seed, hard=s.hard)
+
+
+def evaluation_pool(s: Settings, seed: int, which: str) -> list[Task]:
+    """``test`` or ``val`` of ``seed``: ``n_test`` / ``n_val`` distinct tasks per family from its part."""
+    n = s.n_test if which == "test" else s.n_val
+    return sum((draw(f, which, n, _pool_seed(seed, 0, i, TAGS[which]), hard=s.hard, distinct=True)
+                for i, f in enumerate(s.families)), [])
 
 
 @dataclass(frozen=True)
@@ -87,17 +164,79 @@ class Pools:
     val: list[Task]
     screen_in_val: list[int]
 
+    @property
+    def screen(self) -> list[Task]:
+        return [self.val[k] for k in self.screen_in_val]
+
     def at(self, t: int) -> GenerationPools:
         return GenerationPools(test=self.test, val=self.val, screen_in_val=self.screen_in_val,
                                conformity=conformity_pool(self.settings, self.seed, t),
                                inheritance=inheritance_pool(self.settings, self.seed, t))
 
-    def founder_training(self, family: str, founder_seed: int) -> list[Task]:
-        return founder_tasks(self.settings, family, founder_seed)
-
 
 def pools_for(s: Settings, seed: int) -> Pools:
     """The fixed pools of ``seed``: test, val and the screening part of val."""
-    val = make_pool(s.families, s.n_val, VAL_SEED, hard=s.hard)
-    return Pools(settings=s, seed=seed, test=make_pool(s.families, s.n_test, TEST_SEED, hard=s.hard), val=val,
+    val = evaluation_pool(s, seed, "val")
+    return Pools(settings=s, seed=seed, test=evaluation_pool(s, seed, "test"), val=val,
                  screen_in_val=[k for k in range(len(val)) if k % s.n_val < s.n_screen])
+
+
+# ----------------------------------------------------------------------------- audit
+
+
+def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[str]]:
+    """Every pool of one seed as ``{pool name: [prompts]}``, the same lists the loop uses:
+    ``pretraining`` (the tiny base's, when ``base_model`` is tiny), ``founder<i>_<family>``,
+    ``conformity_t<t>`` and ``inheritance_t<t>`` for every generation, ``val``, ``screening``, ``test``."""
+    from ..methods.operators import founder_family
+    from .models import TINY_STEPS
+    s = Settings.of(validate_config(cfg))
+    p = pools_for(s, seed)
+    out: dict[str, list[str]] = {}
+    if pretraining and s.base_model == "tiny":
+        out["pretraining"] = [x.prompt for step in range(TINY_STEPS) for x in pretrain_tasks(step)]
+    for i in range(s.agents):
+        fam = founder_family(s.families, i)
+        out[f"founder{i}_{fam}"] = [x.prompt for x in founder_tasks(s, fam, founder_seed(seed, i))]
+    for t in range(s.generations):
+        g = p.at(t)
+        out[f"conformity_t{t}"] = [x.prompt for x in g.conformity]
+        if t < s.generations - 1:
+            out[f"inheritance_t{t}"] = [x.prompt for x in g.inheritance]
+    out["val"] = [x.prompt for x in p.val]
+    out["screening"] = [x.prompt for x in p.screen]
+    out["test"] = [x.prompt for x in p.test]
+    return out
+
+
+def pool_part(name: str) -> str:
+    """The part a pool of :func:`audit` draws from."""
+    if name == "pretraining":
+        return "pretrain"
+    if name.startswith("founder"):
+        return "founders"
+    if name.startswith(("conformity", "inheritance")):
+        return "children"
+    return "val" if name in ("val", "screening") else "test"
+
+
+def _main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lib.llm.pools", description="Print every pool's prompts of one "
+                                 "seed of a society config as JSON ({pool name: [prompts]}).")
+    ap.add_argument("config", help="configs/society*/<scale>.yaml")
+    ap.add_argument("--seed", type=int, default=None, help="the seed (default: the config's first)")
+    ap.add_argument("--no-pretraining", action="store_true", help="leave out the base's 64,000 pre-training prompts")
+    args = ap.parse_args(argv)
+    cfg = validate_config(load_yaml(args.config))
+    seed = seed_list(cfg)[0] if args.seed is None else args.seed
+    json.dump(audit(cfg, seed, pretraining=not args.no_pretraining), sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    return cli_main(_main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

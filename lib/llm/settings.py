@@ -18,6 +18,9 @@ from ..methods.tasks import FAMILIES
 from .lora import ALL_LINEAR, TARGETS
 
 KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS}
+# the field's one-shot merges and multitask training on the same founders (lib.llm.baselines)
+BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
+             "baseline_lorahub", "baseline_multitask")
 
 SCHEMA = {
     "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
@@ -235,6 +238,8 @@ def _checks(cfg: dict) -> list[str]:
         return [f"kind: {cfg['kind']!r} is not a society kind; use one of {list(KINDS)}"]
 
     def ok(a):
+        if a in BASELINES:
+            return True
         try:
             p = parse_arm(a, cfg["g"], cfg["elitism"])
         except ValueError:
@@ -243,7 +248,7 @@ def _checks(cfg: dict) -> list[str]:
     bad = [a for a in cfg["arms"] if not ok(a)]
     if bad or not cfg["arms"]:
         errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
-                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>)")
+                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>) or the baselines {list(BASELINES)}")
     if len(set(cfg["arms"])) != len(cfg["arms"]):
         errs.append(f"arms: duplicates in {cfg['arms']}")
     if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
@@ -251,9 +256,10 @@ def _checks(cfg: dict) -> list[str]:
     N, P = cfg["agents"], n_parents(cfg)
     if P > N:
         errs.append(f"n_parents ({P}) > agents ({N})")
-    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in cfg["arms"] if ok(a)):
+    evolving = [a for a in cfg["arms"] if ok(a) and a not in BASELINES]
+    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in evolving):
         errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
-    for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in cfg["arms"] if ok(a)} | {cfg["elitism"]}):
+    for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):
         if e > min(P, N - 1):
             errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
     if cfg["n_screen"] > cfg["n_val"]:

@@ -35,13 +35,17 @@ from ..core.config import config_hash
 from ..core.manifest import check_resumable, now, read_manifest, write_manifest
 from ..core.paths import data_dir
 from ..core.rows import append_rows, last_done, mark_done, progress_path, resume_shard, shard_path
+from ..methods.operators import founder_family
 from ..methods.tasks import verify
 from . import generation as step
 from .agents import PeftAgents
 from .founders import ensure_founders
 from .generation import Child, Evaluation, Selection, Verifier
-from .lora import copy_adapter, load_adapter, remove_all, train_lora_on_tasks
-from .pools import pools_for
+from .baselines import baseline_metrics, is_baseline, run_baseline
+from .generate import generate
+from .lora import (copy_adapter, load_adapter, new_adapter, remove_all, save_adapter, train_adapter,
+                   train_lora_on_tasks)
+from .pools import founder_seed, founder_tasks, pools_for
 from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device,  # noqa: F401
                        core_config, merge_method, parse_arm, resolve_arm, seed_list, validate_config)
 from .timing import PhaseClock, PhaseTimer
@@ -57,10 +61,15 @@ DIAGNOSTICS = {
     "base_test_<family>": "the bare base on the test pool (agent -1, generation 0 only)",
     "elite": "1 for an agent copied unchanged from the previous generation (its parents row is e*100+e)",
     "inherit_n": "usable (parsed) answers the child was trained on (< 8: the child is a copy)",
-    "source_test_overall": "test accuracy of the child's source at t: the winning merge, or the copied parent",
     "source_val_overall": "accuracy of the child's source at t on the screening pool (val's first n_screen per family)",
     "merge_winner": "index of the screened winner among the n_candidates merges (0 = plain average)",
+    "merge_tied": "candidates tied at the top screening score (1 = no tie; ties are broken by a seeded draw)",
     "merge_gain_val": "winner's screening-pool accuracy minus its two parents' mean on the same tasks",
+    "test_<family>_<region>": "test accuracy on the family's familiar region (the base's pre-training "
+                              "kind of task) or novel region (never pre-trained: where founders can teach)",
+    "source_test_<key>": "the child's source at t on the test pool, per family, overall and region",
+    "cost_train_steps": "LoRA optimizer steps of the run so far: founders + trained children (last generation)",
+    "cost_val_evals": "model evaluations on val (selection) or its screening part (screening), last generation",
 }
 
 
@@ -136,29 +145,50 @@ class RowWriter:
                 out.append(self.row(t, ch.index, "elite", 1.0))
                 continue
             src = ch.source
-            out += [self.row(t, ch.index, "inherit_n", len(ch.data)),
-                    self.row(t, ch.index, "source_test_overall", src.test),
-                    self.row(t, ch.index, "source_val_overall", src.screen)]
+            out.append(self.row(t, ch.index, "inherit_n", len(ch.data)))
+            out += [self.row(t, ch.index, f"source_test_{k}", v) for k, v in src.test.items()]
+            out.append(self.row(t, ch.index, "source_val_overall", src.screen))
             if src.merge_winner is not None:
                 out += [self.row(t, ch.index, "merge_winner", src.merge_winner),
+                        self.row(t, ch.index, "merge_tied", src.merge_tied),
                         self.row(t, ch.index, "merge_gain_val", src.merge_gain)]
         return out
+
+    def costs(self, t: int, cost: dict) -> list[dict]:
+        """The run's cost so far (written at its last generation): LoRA optimizer steps and model
+        evaluations on val (selection) or its screening part (screening)."""
+        return [self.row(t, -1, f"cost_{k}", v) for k, v in cost.items()]
 
 
 # ----------------------------------------------------------------------------- one (arm, seed)
 
 
+def lora_steps(n_tasks: int, epochs: int, batch_size: int) -> int:
+    """Optimizer steps of a LoRA trained on ``n_tasks`` for ``epochs`` in batches of ``batch_size``."""
+    return epochs * -(-n_tasks // batch_size)
+
+
+def save_merged_sources(base, children: list[Child], out: Path) -> None:
+    """A degenerate child whose source is a merge inherits the merge itself: save it now, while the
+    merged adapter is still attached (the folder is then the child's, see :func:`train_children`)."""
+    for ch in children:
+        if ch.degenerate and ch.source.merge_winner is not None:
+            save_adapter(base, ch.source.agent, out / f"agent{ch.index}")
+
+
 def train_children(base, children: list[Child], parents: list[Path], out: Path, s: Settings, counter=None) -> list[Path]:
     """The next generation's adapter folders under ``out``: elites copied, children trained on their
-    data (a degenerate child copies its first parent's adapter)."""
+    data; a degenerate child (too few usable answers) is a copy of its source — the merge saved by
+    :func:`save_merged_sources`, or the copied parent."""
     dirs = []
     for ch in children:
         if ch.elite:
             dirs.append(copy_adapter(parents[ch.parents[0]], out / f"elite{ch.index}"))
             continue
         d = out / f"agent{ch.index}"
-        if ch.degenerate:  # terminal degeneration: no usable answers, inherit the source unchanged
-            copy_adapter(parents[ch.parents[0]], d)
+        if ch.degenerate:
+            if ch.source.merge_winner is None:
+                copy_adapter(parents[ch.parents[0]], d)
         else:
             train_lora_on_tasks(base, ch.data, d, epochs=s.epochs, seed=ch.seed, counter=counter, **s.lora_kw())
         dirs.append(d)
@@ -174,6 +204,53 @@ def _drop_generation(dirs: list[Path]) -> None:
             d.rmdir()
 
 
+def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
+                       progress=None, timer: PhaseTimer | None = None) -> list[float]:
+    """One baseline on one seed's founders (:mod:`lib.llm.baselines`): its rows at the last
+    generation (agent 0), written at once; its wall seconds go to the progress file."""
+    s = Settings.of(cfg)
+    shard = shard_path(folder, arm, seed)
+    done = resume_shard(shard, "generation")
+    if done is not None:
+        return []
+    clock = PhaseClock(timer)
+    with clock("founders"):
+        dirs = ensure_founders(base, cfg, seed, counter=clock.count)
+    tic = time.time()
+    names = [f"f{i}" for i in range(s.agents)]
+    with clock("load"):
+        for n, d in zip(names, dirs):
+            load_adapter(base, n, d)
+    p = pools_for(s, seed)
+
+    def answer(name, prompts):
+        return generate(base, prompts, adapter=name, hard=s.hard, batch_size=s.gen_batch, counter=clock.count)
+
+    def train(tasks, train_seed):
+        new_adapter(base, "multitask", r=s.lora_r, alpha=s.lora_alpha, seed=train_seed, targets=s.lora_targets)
+        info = train_adapter(base, "multitask", tasks, epochs=s.spec_epochs, seed=train_seed, lr=s.lr,
+                             batch_size=s.batch_size, counter=clock.count)
+        return "multitask", info["steps"]
+
+    union = [x for i in range(s.agents)
+             for x in founder_tasks(s, founder_family(s.families, i), founder_seed(seed, i))]
+    with clock("baseline"):
+        res = run_baseline(arm, base, names, s, val=p.val, seed=seed, founder_tasks=union, verifier=verifier,
+                           answer=answer, train=lambda tasks, _: train(tasks, child_seed(seed, arm, 0, 0)))
+        metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=s, verifier=verifier)
+    remove_all(base)
+    founders_steps = 0 if arm == "baseline_multitask" else s.agents * lora_steps(s.spec_train, s.spec_epochs, s.batch_size)
+    cost = {"train_steps": founders_steps + res.train_steps, "val_evals": res.val_evals}
+    rows = RowWriter(s.experiment, arm, seed)
+    t = s.generations - 1
+    append_rows(shard, [rows.row(t, 0, k, v) for k, v in metrics.items()] + rows.costs(t, cost), COLUMNS)
+    wall = time.time() - tic
+    mark_done(shard, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost)
+    if progress is not None:
+        progress.update(s.generations)
+    return [wall]
+
+
 def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
               interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None) -> list[float]:
     """Run (or resume) one (arm, seed) of the society; returns the wall seconds of each generation run.
@@ -181,7 +258,11 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     ``verifier(output, task) -> bool`` is the grounded signal; reporting uses it in every arm, the
     loop only where ``g > 0``. ``timer`` receives every phase and the work done in it. Besides the
     seed's metrics, each generation writes the diagnostics of the operators (:data:`DIAGNOSTICS`).
+    A baseline arm (``baseline_*``) runs :func:`run_baseline_shard` instead.
     """
+    if is_baseline(arm):
+        return run_baseline_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, progress=progress,
+                                  timer=timer)
     s, a = Settings.of(cfg), resolve_arm(cfg, arm)
     pools = pools_for(s, seed)
     rows = RowWriter(s.experiment, arm, seed)
@@ -196,12 +277,14 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         with first("founders"):  # trained once per seed (0 s when another arm already did)
             dirs = ensure_founders(base, cfg, seed, counter=first.count)
         pending, walls, phases = [], [], []
+        cost = {"train_steps": N * lora_steps(s.spec_train, s.spec_epochs, s.batch_size), "val_evals": 0}
     else:
         info = json.loads(progress_path(shard).read_text())
         if done >= G - 1:
             return []
         dirs = [root / p for p in info["agents"]]
         pending, walls, phases = info["pending_rows"], info.get("gen_wall_s", []), info.get("gen_phase_s", [])
+        cost = info["cost"]
 
     new_walls = []
     for t in range(0 if done is None else done + 1, G):
@@ -218,26 +301,33 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
             base_test = step.base_accuracy(agents, gp.test, verifier=verifier, families=s.families) if t == 0 else None
         sel = step.select(ev, a, n_parents=s.n_parents, lam=s.lam)
         out_rows = list(pending) + rows.generation(t, ev, sel, base_test)
+        cost["val_evals"] += N if a.grounded else 0  # selection read val
 
         new_dirs, pending = [], []
         if t < G - 1:
             sources = step.breed(agents, names, ev, sel, a, gp, rng=generation_rng(seed, arm, t),
                                  n_children=N - a.elitism, n_candidates=s.n_candidates, tag=f"t{t}",
                                  verifier=verifier, families=s.families, clock=clock)
-            remove_all(base)
             children = step.reproduce(sources, sel.elites, gp.inheritance,
                                       child_seed=lambda c, t=t: child_seed(seed, arm, t, c))
+            out = root / arm / f"gen{t + 1}"
+            save_merged_sources(base, children, out)
+            remove_all(base)
             with clock("train"):
-                new_dirs = train_children(base, children, dirs, root / arm / f"gen{t + 1}", s, clock.count)
+                new_dirs = train_children(base, children, dirs, out, s, clock.count)
             pending = rows.births(t + 1, children)
+            cost["train_steps"] += sum(lora_steps(len(ch.data), s.epochs, s.batch_size)
+                                       for ch in children if not ch.elite and not ch.degenerate)
+            cost["val_evals"] += (N - a.elitism) * s.n_candidates if a.grounded and a.merge else 0  # screening
         else:
             remove_all(base)
+            out_rows += rows.costs(t, cost)
 
         new_walls.append(time.time() - tic)
         append_rows(shard, out_rows, COLUMNS)
         phases = phases + [clock.rounded()]
         mark_done(shard, t, agents=[str(Path(d).relative_to(root)) for d in new_dirs],
-                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases)
+                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases, cost=cost)
         if not s.keep_all_adapters and 0 < t < G - 1:  # founders and the last population are kept
             _drop_generation(dirs)
         dirs = new_dirs

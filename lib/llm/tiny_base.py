@@ -1,15 +1,16 @@
 """The project's tiny base: a character-level Llama pre-trained on the task families, built here.
 
-``python -m lib.llm.tiny_base [--out DIR] [--steps S]`` (``make tiny-base``) builds
-a ~1.06 M-parameter LlamaForCausalLM (hidden 128, 4 layers, 4 heads, intermediate 512, tied
-embeddings, vocabulary 99) pre-trained for 1,000 steps on an even mixture of the easy task families
-*without* a held-out third of each (:func:`held_out`: 5-digit sorts, 5-letter reversals, sums of 60
-or more), so the base solves about two thirds of every family and a founder specialist has
-something to learn (measured: lists .66, strings .64, arith .67; with every task seen the base
-saturated lists and strings at 1.00 and specialists differed only by what they forgot); batch 64,
-AdamW lr 3e-3 with 10 % linear warm-up and cosine decay, cross-entropy on the answer tokens only.
-Fixed steps and seeds make the build bit-identical on one machine; another CPU's float kernels give
-another, statistically similar base. The result is committed under ``data/base/tiny/``.
+``python -m lib.llm.tiny_base [--out DIR] [--steps S]`` (``make tiny-base``) builds a ~1.06 M-parameter
+LlamaForCausalLM (hidden 128, 4 layers, 4 heads, intermediate 512, tied embeddings, vocabulary 99)
+pre-trained for 1,000 steps on an even mixture of the easy task families, drawn only from each
+family's ``pretrain`` part (:mod:`lib.llm.pools`: no founder, child, val or test task is ever
+pre-trained on) and only from its *familiar* region (:func:`lib.methods.tasks.region`: never a
+5-digit sort, a 5-letter reversal or a sum of 120 or more), so a founder specialist trained on its
+whole family has something to learn. Batch 64, AdamW lr 3e-3 with 10 % linear warm-up and cosine
+decay, cross-entropy on the answer tokens only. Fixed steps and seeds make the build bit-identical
+on one machine; another CPU's float kernels give another, statistically similar base. The result
+is committed under ``data/base/tiny/`` with ``build_info.json`` (its accuracy on unseen test-part
+tasks, per family and region).
 """
 from __future__ import annotations
 
@@ -21,40 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..methods.operators import fitness_of
-from ..methods.tasks import FAMILIES, make_tasks
+from ..methods.operators import fitness_of, region_accuracy
+from ..methods.tasks import FAMILIES
 from .generate import generate
+from .pools import draw, pretrain_tasks
 from .models import TINY_DIR, TINY_SEED, TINY_STEPS, TINY_TEST_TASKS, Base, _one_thread, encode_batch, \
     make_char_tokenizer, tiny_config
-
-
-def held_out(task) -> bool:
-    """True for the third of each easy family that the tiny base never sees in pre-training: sorting
-    5 digits, reversing 5 letters, sums of 60 or more (a + b with a, b in 0..49: 780 of 2,500 pairs).
-
-    This is the specialists' headroom: a founder trained on its whole family can learn what the
-    base was never shown, so founders differ by knowledge, not only by what they forget.
-    """
-    if task.family == "lists":
-        return len(task.answer.split()) == 5
-    if task.family == "strings":
-        return len(task.answer) == 5
-    if task.family == "arith":
-        return int(task.answer) >= 60
-    return False
-
-
-def pretrain_batches(step: int, batch: int = 64):
-    """The tasks of pre-training step ``step``: an even mixture of the easy families (fixed seeds),
-    without the :func:`held_out` tasks (each family's draw is extended until it has its share)."""
-    k = len(FAMILIES)
-    sizes = [batch // k + (1 if i < batch % k else 0) for i in range(k)]
-    out = []
-    for i, (f, n) in enumerate(zip(FAMILIES, sizes)):
-        tasks = [t for t in make_tasks(f, 3 * n, seed=10_000_000 + step * k + i) if not held_out(t)]
-        assert len(tasks) >= n, "held_out removes about a third; 3n draws always leave n"
-        out += tasks[:n]
-    return out
 
 
 def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: int = TINY_SEED,
@@ -78,7 +51,7 @@ def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: 
     model.train()
     t0 = time.time()
     for s in range(steps):
-        ids, att, lab = encode_batch(base, pretrain_batches(s, batch))
+        ids, att, lab = encode_batch(base, pretrain_tasks(s, batch))
         loss = model(input_ids=ids, attention_mask=att, labels=lab).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -101,10 +74,12 @@ def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: 
 
 def test_accuracy(base: Base, n_per_family: int = TINY_TEST_TASKS["n_per_family"],
                   seed: int = TINY_TEST_TASKS["seed"]) -> dict:
-    """Exact-match accuracy of greedy answers per family (and ``overall``) on ``n_per_family`` held-out
-    tasks of each family (family i drawn with seed ``seed + i``) — build_info.json's ``test_accuracy``."""
-    tasks = sum((make_tasks(f, n_per_family, seed=seed + i) for i, f in enumerate(FAMILIES)), [])
-    return fitness_of(generate(base, [t.prompt for t in tasks]), tasks, FAMILIES)
+    """Exact-match accuracy of greedy answers on ``n_per_family`` distinct tasks of each family's
+    test part (never pre-trained on; family i drawn with seed ``seed + i``): per family, ``overall``,
+    and per family and region (``lists_novel``, …) — build_info.json's ``test_accuracy``."""
+    tasks = sum((draw(f, "test", n_per_family, seed + i, distinct=True) for i, f in enumerate(FAMILIES)), [])
+    outs = generate(base, [t.prompt for t in tasks])
+    return {**fitness_of(outs, tasks, FAMILIES), **region_accuracy(outs, tasks, FAMILIES)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .tasks import Task, answer_of, normalise, verify
+from .tasks import REGIONS, Task, answer_of, normalise, region, verify
 
 def answers_matrix(outputs_per_agent: Sequence[Sequence[str]]) -> list[list[str]]:
     """``a_ij`` for all agents and prompts; raises if agents answered different numbers of prompts."""
@@ -89,6 +89,18 @@ def fitness_of(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence
     res = {f: float(ok[fam == f].mean()) if np.any(fam == f) else float("nan") for f in families}
     res["overall"] = float(ok.mean()) if ok.size else float("nan")
     return res
+
+
+def region_accuracy(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence[str],
+                    verifier: Callable[[str, Task], bool] = verify) -> dict:
+    """Verifier accuracy per family and region (:func:`lib.methods.tasks.region`):
+    ``{"<family>_familiar": …, "<family>_novel": …}``; NaN where a family has no task of a region."""
+    if len(outputs) != len(tasks):
+        raise ValueError(f"{len(outputs)} outputs for {len(tasks)} tasks")
+    ok = np.array([bool(verifier(o, t)) for o, t in zip(outputs, tasks)], dtype=float)
+    key = np.array([f"{t.family}_{region(t)}" for t in tasks])
+    return {k: float(ok[key == k].mean()) if np.any(key == k) else float("nan")
+            for k in (f"{f}_{r}" for f in families for r in REGIONS)}
 
 
 def select_parents(scores, dist, n_parents: int, *, diversity: bool = True, lam: float = 0.3) -> list[int]:

@@ -8,7 +8,7 @@ family        easy (default)                             hard
 ============  =========================================  ===============================
 ``lists``     sort 3–5 digits 0–9: ``sort 7 3 9 =`` → ``3 7 9``   sort 5–8 numbers 0–99
 ``strings``   reverse 3–5 letters a–j: ``rev bgd =`` → ``dgb``    reverse 6–9 letters a–z
-``arith``     add two numbers 0–49: ``add 23+41 =`` → ``64``      a+b-c with numbers 0–99
+``arith``     add two numbers 0–99: ``add 23+41 =`` → ``64``      a+b-c with numbers 0–99
 ============  =========================================  ===============================
 
 A prompt ends in ``" ="``; a model answers with the answer text (the tiny base then emits EOS;
@@ -55,7 +55,7 @@ def _arith(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
     if hard:
         a, b, c = (int(v) for v in rng.integers(0, 100, size=3))
         return f"add {a}+{b}-{c} =", str(a + b - c)
-    a, b = (int(v) for v in rng.integers(0, 50, size=2))
+    a, b = (int(v) for v in rng.integers(0, 100, size=2))
     return f"add {a}+{b} =", str(a + b)
 
 
@@ -79,6 +79,24 @@ def make_tasks(family: str, n: int, seed: int, hard: bool = False) -> list[Task]
 def make_pool(families, n_per_family: int, seed: int, hard: bool = False) -> list[Task]:
     """Concatenate ``make_tasks(f, n_per_family, seed + i)`` over the families (the seed's pools)."""
     return sum((make_tasks(f, n_per_family, seed=seed + i, hard=hard) for i, f in enumerate(families)), [])
+
+
+REGIONS = ("familiar", "novel")
+
+
+def region(task: Task) -> str:
+    """``"novel"`` for the third of each easy family that the tiny base never sees in pre-training —
+    sorting 5 digits, reversing 5 letters, sums of 120 or more (3,160 of the 10,000 pairs) — else
+    ``"familiar"``. The novel region is the founders' headroom: a specialist trained on its whole
+    family can learn what the base was never shown. Defined for the easy level (the tiny base's).
+    """
+    if task.family == "lists":
+        return "novel" if len(task.answer.split()) == 5 else "familiar"
+    if task.family == "strings":
+        return "novel" if len(task.answer) == 5 else "familiar"
+    if task.family == "arith" and task.prompt.count("+") == 1 and "-" not in task.prompt:
+        return "novel" if int(task.answer) >= 120 else "familiar"
+    return "familiar"
 
 
 _SPACE = re.compile(r"\s+")
