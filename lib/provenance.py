@@ -10,6 +10,7 @@ and that each manifest's git commit is an ancestor of ``HEAD`` (``git merge-base
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections import Counter
@@ -131,15 +132,36 @@ def check_index(scale: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kind", "path", "exists", "commit", "dirty", "commit_status"])
 
 
+def _href(path: str, here: Path) -> str:
+    """``path`` (relative to the repository, or absolute) as a link target relative to the folder ``here``."""
+    target = Path(path) if Path(path).is_absolute() else REPO_ROOT / path
+    return Path(os.path.relpath(target, here)).as_posix()
+
+
+def _link(path: str, here: Path, label: str | None = None) -> str:
+    """A Markdown link to ``path`` from the folder ``here``, labelled with the path in code font (or ``label``)."""
+    return f"[{label or f'`{path}`'}]({_href(path, here)})"
+
+
+def _configs(entry: dict) -> list[str]:
+    c = entry.get("config")
+    return [c] if isinstance(c, str) else list(c or [])
+
+
 def write_index(scale: str) -> Path:
-    """Write ``figures/<scale>/INDEX.md`` listing every saved figure and SI panel."""
+    """Write ``figures/<scale>/INDEX.md`` listing every saved figure and SI panel: a thumbnail linking
+    to the PNG, the PDF and PNG, the data (glob patterns with counts, linked to their folder), every
+    config and manifest behind the panel and its notebook, each a link that works from the folder of
+    ``INDEX.md``."""
     idx = read_index(scale)
+    here = figures_dir(scale)
     main = sorted(k for k in idx if k.startswith("fig"))
     si = sorted(k for k in idx if not k.startswith("fig"))
     lines = [f"# Figures at the `{scale}` scale", "",
-             "Every main-figure panel and SI panel, what it shows, and where it comes from. "
-             "Regenerate with `make reproduce SCALE=" + scale + "` (notebook 05 rebuilds all from `data/" + scale + "/`).", ""]
-    pages = sorted((figures_dir(scale) / "notebooks").glob("*.html"))
+             "Every main-figure panel and SI panel, what it shows, and where it comes from; every path is a link "
+             "relative to this folder. Regenerate with `make reproduce SCALE=" + scale + "` (notebook 05 rebuilds "
+             "all from `data/" + scale + "/`).", ""]
+    pages = sorted((here / "notebooks").glob("*.html"))
     if pages:  # static pages of the executed notebooks (lib.reproduce renders them)
         lines += ["## Executed notebooks", "",
                   f"The notebooks as executed at the `{scale}` scale, as static pages (no Jupyter needed): "
@@ -150,13 +172,24 @@ def write_index(scale: str) -> Path:
         for n in names:
             e = idx[n]
             data = e.get("data") or []
-            manifests = manifests_of(data)
-            shown = ", ".join(f"`{p}`" + (f" ({k} files)" if k > 1 else "") for p, k in data_patterns(data))
-            lines.append(f"| `{n}` | {e['caption']} | {', '.join(f'`{f}`' for f in e['files'])} | "
-                         f"{shown} | `{e.get('config')}` | "
-                         f"{', '.join(f'`{m}`' for m in manifests)} | `{e.get('notebook')}` |")
+            png = next((f for f in e["files"] if f.endswith(".png")), None)
+            thumb = ""
+            if png:
+                href = _href(png, here)
+                thumb = f'<a href="{href}"><img src="{href}" width="180" alt="{n}"></a><br>'
+            files = thumb + ", ".join(_link(f, here) for f in e["files"])
+            shown = ", ".join(_link(str(Path(p).parent) if k > 1 else p, here,
+                                    f"`{p}`" + (f" ({k} files)" if k > 1 else ""))
+                              for p, k in data_patterns(data))
+            configs = ", ".join(_link(c, here) for c in _configs(e)) or "—"
+            manifests = ", ".join(_link(m, here) for m in manifests_of(data)) or "—"
+            nb = e.get("notebook")
+            page = here / "notebooks" / f"{Path(nb).stem}.html" if nb else None
+            notebook = ("—" if not nb else f"[`{nb}`](notebooks/{page.name})" if page.is_file()
+                        else _link(f"notebooks/{nb}", here, f"`{nb}`"))
+            lines.append(f"| `{n}` | {e['caption']} | {files} | {shown} | {configs} | {manifests} | {notebook} |")
         lines.append("")
-    out = figures_dir(scale) / "INDEX.md"
+    out = here / "INDEX.md"
     out.write_text("\n".join(lines))
     return out
 

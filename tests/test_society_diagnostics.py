@@ -33,52 +33,89 @@ def frame(rows) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- selection
 
 
-def test_selection_differential_is_selected_minus_not_selected():
+def test_selection_differential_is_selected_minus_not_selected_over_breeding_generations():
     rows = []
     rng = np.random.default_rng(0)
     for seed in range(3):
-        for t in range(2):
+        for t in range(3):
             base_v, base_t = rng.uniform(0.2, 0.4, 4), rng.uniform(0.2, 0.4, 4)
+            # generations 0 and 1 breed: selected agents are exactly 0.1 better on val and 0.05 worse on
+            # test than the mean of the others; generation 2 is the last (its selection breeds nothing)
+            # and carries a differential of 0.5 that must not enter
+            dv, dt = (0.1, -0.05) if t < 2 else (0.5, 0.5)
             for a in range(4):
                 sel = a in (1, 3)
-                # selected agents are exactly 0.1 better on val and 0.05 worse on test than the mean of the others
-                v = 0.3 + (0.1 if sel else 0.0) + (0.0 if sel else base_v[a] - base_v[[0, 2]].mean())
-                te = 0.3 + (-0.05 if sel else 0.0) + (0.0 if sel else base_t[a] - base_t[[0, 2]].mean())
+                v = 0.3 + (dv if sel else 0.0) + (0.0 if sel else base_v[a] - base_v[[0, 2]].mean())
+                te = 0.3 + (dt if sel else 0.0) + (0.0 if sel else base_t[a] - base_t[[0, 2]].mean())
                 rows += agent_rows("full", seed, t, a, selected=sel, val_overall=v, test_overall=te)
-    # a population where everyone was selected carries no differential and is skipped
+    # a breeding population where everyone was selected carries no differential and is skipped
+    rows = [r for r in rows if not (r["seed"] == 0 and r["generation"] == 1)]
     for a in range(2):
-        rows += agent_rows("full", 0, 2, a, selected=True, val_overall=0.9, test_overall=0.9)
+        rows += agent_rows("full", 0, 1, a, selected=True, val_overall=0.9, test_overall=0.9)
     pts, summ = dg.selection_differential(frame(rows))
-    assert len(pts) == 3 * 2 * 2 and set(pts["generation"]) == {0, 1}
+    assert set(pts["generation"]) == {0, 1} and len(pts) == (3 * 2 - 1) * 2
     np.testing.assert_allclose(pts.loc[pts.metric == "val", "diff"], 0.1, atol=1e-12)
     np.testing.assert_allclose(pts.loc[pts.metric == "test", "diff"], -0.05, atol=1e-12)
     s = summ.set_index("metric")
     assert s.loc["val", "n"] == 3 and s.loc["val", "mean"] == pytest.approx(0.1)
     assert s.loc["test", "mean"] == pytest.approx(-0.05)
     per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
-    assert len(per_gen) == 4 and per_gen["n"].eq(3).all()
+    assert len(per_gen) == 4 and sorted(per_gen["n"]) == [2, 2, 3, 3]
+    assert dg.breeding_generations(frame(rows)).groupby("seed")["generation"].max().tolist() == [1, 1, 1]
 
 
-def test_selection_signal_centres_within_population_and_pools():
-    # one population: val (.1,.2,.3), test (.2,.1,.6) -> centred r = .04/sqrt(.02*.14) = 2/sqrt(7);
-    # a second population with the same pattern shifted (+.5 on val, -.1 on test) must not change r
+def test_ci_over_seeds_is_a_t_interval_of_per_seed_means():
+    # seed means 1, 2, 3 (seed 0 has two points averaging to 1): t_{2, .975} = 4.302653
+    pts = pd.DataFrame({"arm": "full", "seed": [0, 0, 1, 2], "value": [0.5, 1.5, 2.0, 3.0]})
+    r = dg.ci_over_seeds(pts, ["arm"]).iloc[0]
+    assert r["n"] == 3 and r["mean"] == pytest.approx(2.0)
+    assert r["hi"] - r["mean"] == pytest.approx(4.302653 * 1.0 / np.sqrt(3), rel=1e-6)
+    one = dg.ci_over_seeds(pts[pts.seed == 1], ["arm"]).iloc[0]
+    assert one["n"] == 1 and np.isnan(one["lo"]) and np.isnan(one["hi"])
+
+
+def test_selection_signal_centres_within_population_and_counts_each_founder_once():
+    # generation 1, one population per seed: val (.1,.2,.3), test (.2,.1,.6) -> centred r = .04/sqrt(.02*.14)
+    # = 2/sqrt(7) in each seed; the second seed's shift (+.5 on val, -.1 on test) must not change r
     # (uncentred, the shift would dominate); split halves (.1,.2,.3) vs (0,.3,.3): r = sqrt(3)/2
     rows = []
     for seed, (dv, dt) in enumerate([(0.0, 0.0), (0.5, -0.1)]):
         for a, (v, te, hb, conf) in enumerate(zip([.1, .2, .3], [.2, .1, .6], [0, .3, .3], [.9, .5, .1])):
-            rows += agent_rows("full", seed, 0, a, conformity=conf, score=0.5 * (v + dv) + 0.5 * conf,
+            rows += agent_rows("full", seed, 1, a, conformity=conf, score=0.5 * (v + dv) + 0.5 * conf,
                                val_overall=v + dv, test_overall=te + dt, val_half_a=v, val_half_b=hb)
-    sig = dg.selection_signal(frame(rows), by_arm=False).set_index("quantity")
-    assert sig.loc["val ~ test", "r"] == pytest.approx(2 / np.sqrt(7))
-    assert sig.loc["val ~ test", "n"] == 6
+        # the founders (generation 0), identical in both arms: val and test perfectly opposed
+        for arm in ("full", "no_sex"):
+            for a, v in enumerate([.1, .2, .3]):
+                rows += agent_rows(arm, seed, 0, a, val_overall=v, test_overall=1 - v, val_half_a=v, val_half_b=v)
+    sig = dg.selection_signal(frame(rows), by_arm=False).set_index(["scope", "quantity"])
+    br = sig.loc[dg.BREEDING]
+    assert br.loc["val ~ test", "r"] == pytest.approx(2 / np.sqrt(7))  # the founders do not enter
+    assert br.loc["val ~ test", "n"] == 6 and br.loc["val ~ test", "seeds"] == 2
     r = np.sqrt(3) / 2
-    assert sig.loc["val half a ~ half b", "r"] == pytest.approx(r)
-    assert sig.loc["val half a ~ half b", "spearman_brown"] == pytest.approx(2 * r / (1 + r))
+    assert br.loc["val half a ~ half b", "r"] == pytest.approx(r)
+    assert br.loc["val half a ~ half b", "spearman_brown"] == pytest.approx(2 * r / (1 + r))
     # score = .5 val + .5 conf with conf = (.9,.5,.1) centred (.4,0,-.4), val centred (-.1,0,.1):
     # score centred (.15,0,-.15): r(score, val) = -1, r(score, conformity) = +1
-    assert sig.loc["score ~ val", "r"] == pytest.approx(-1.0)
-    assert sig.loc["score ~ conformity", "r"] == pytest.approx(1.0)
-    assert np.isnan(sig.loc["val ~ test", "lo"])  # two seeds: no CI
+    assert br.loc["score ~ val", "r"] == pytest.approx(-1.0)
+    assert br.loc["score ~ conformity", "r"] == pytest.approx(1.0)
+    # two seeds with the same r: a t-interval of zero width
+    assert br.loc["val ~ test", "lo"] == pytest.approx(2 / np.sqrt(7))
+    fo = sig.loc[dg.FOUNDERS]
+    assert fo.loc["val ~ test", "r"] == pytest.approx(-1.0)
+    assert fo.loc["val ~ test", "n"] == 6  # 3 founders x 2 seeds, read from one arm (not 12)
+
+
+def test_selection_signal_is_per_seed_then_across_seeds():
+    # seed 0: r = +1 over 3 agents; seed 1: r = -1 over 30 agents. Per seed first: mean r = 0, while
+    # pooling all 33 agents would let seed 1 dominate (r_pooled < -0.5)
+    rows = []
+    for a, v in enumerate([.1, .2, .3]):
+        rows += agent_rows("full", 0, 1, a, val_overall=v, test_overall=v)
+    for a in range(30):
+        v = a / 30
+        rows += agent_rows("full", 1, 1, a, val_overall=v, test_overall=-v)
+    s = dg.selection_signal(frame(rows), by_arm=False).set_index(["scope", "quantity"]).loc[(dg.BREEDING, "val ~ test")]
+    assert s["r"] == pytest.approx(0.0, abs=1e-12) and s["r_pooled"] < -0.5 and s["seeds"] == 2
 
 
 def founders_rows(arm="full", seeds=(0, 1, 2), junk=False):
@@ -108,7 +145,7 @@ def expected_gap(fam, s):
 
 def test_founders_matrix_and_specialist_gaps():
     rows = frame(founders_rows("no_sex", junk=True) + founders_rows())
-    assert dg.founders_arm(rows) == "full" and dg.families_in(rows) == FAMS
+    assert dg.founders_arm(rows) == "full"
     assert dg.founders_arm(rows[rows.arm == "no_sex"]) == "no_sex"
     mat = dg.founders_matrix(rows, FAMS)
     assert list(mat.index) == [-1, 0, 1, 2, 3, 4, 5]
@@ -128,6 +165,26 @@ def test_founders_matrix_and_specialist_gaps():
     assert g.loc["mean", "mean"] == pytest.approx(np.mean([expected_gap(f, s) for f in FAMS for s in range(3)]))
 
 
+def test_specialists_of_a_family_are_all_its_founders_whatever_the_row_order():
+    rows = founders_rows()
+    # agents 3..5 specialise like 0..2 (a mod 3) but score .1 lower on their own family
+    for r in rows:
+        if r["agent"] >= 3 and r["metric"] == f"test_{FAMS[r['agent'] % 3]}":
+            r["value"] -= 0.1
+    df = frame(rows)
+    own = dg.own_family_scores(df, FAMS).set_index("family")
+    for k, f in enumerate(FAMS):
+        gap = {"lists": .3, "strings": .2, "arith": .05}[f]
+        # specialists k and k+3 average to .2 + gap + .01 s - .05; mean over s = 0, 1, 2
+        assert own.loc[f, "specialists"] == pytest.approx(0.2 + gap + 0.01 - 0.05)
+        assert own.loc[f, "n"] == 3 and own.loc[f, "lo"] <= own.loc[f, "specialists"] <= own.loc[f, "hi"]
+    assert own.loc["lists", "base"] == pytest.approx(0.4)
+    # the families come from the config: shuffling the rows (metric order) changes nothing
+    shuffled = df.sample(frac=1.0, random_state=3)
+    pd.testing.assert_frame_equal(dg.specialist_gaps(shuffled, FAMS), dg.specialist_gaps(df, FAMS))
+    pd.testing.assert_frame_equal(dg.own_family_scores(shuffled, FAMS), own.reset_index())
+
+
 def test_preconditions_table_passes_and_fails_by_threshold():
     rows = founders_rows()
     # generation 1: test = 2 val + seed
@@ -145,10 +202,12 @@ def test_preconditions_table_passes_and_fails_by_threshold():
     assert pre.loc["specialist gap, arith", "pass"] is False
     assert pre.loc["specialist gap, mean over families", "measured"] == pytest.approx((0.28 + 0.185 + 0.04) / 3)
     assert pre.loc["specialist gap, mean over families", "pass"] is True
-    r = pre.loc["val–test r within generation (pooled)"]
-    # test = 2 val within every population (founders: val = test / 2), so the pooled centred r is 1
-    assert r["measured"] == pytest.approx(1.0) and r["pass"] is True
-    assert pre.loc["val split-half r", "pass"] is None
+    r = pre.loc["val–test r within generation (breeding generations)"]
+    # test = 2 val within every generation-1 population, so each seed's centred r is 1
+    assert r["measured"] == pytest.approx(1.0) and r["pass"] is True and r["n"].startswith("9 agents, 3 seeds")
+    f = pre.loc["val–test r among the founders (generation 0, once each)"]
+    assert f["measured"] == pytest.approx(1.0) and f["pass"] is None  # founders: val = test / 2
+    assert pre.loc["val split-half r (breeding generations)", "pass"] is None
 
 
 # ----------------------------------------------------------------------------- breeding
@@ -261,13 +320,13 @@ def test_si_panels_draw_with_ci_and_skip_without_their_data():
     from lib.plots import society_diagnostics as sd
 
     names = [p.name for p in plots.PANELS]
-    mine = [p.name for p in sd.panels()]
+    mine = [p.name for p in sd.PANELS]
     assert mine == ["S3c_society_founders", "S3d_society_selection_differential", "S3e_society_recombination_gain",
                     "S3f_society_inheritance_fidelity", "S3g_society_elitism"]
     assert names[-5:] == mine and len(set(names)) == len(names)
     df = synthetic_run()
-    for p in sd.panels():
-        fig = p.draw({"rows": df})
+    for p in sd.PANELS:
+        fig = p.draw({"rows": df, "families": FAMS})
         assert fig is not None, p.name
         if p.name in ("S3d_society_selection_differential", "S3f_society_inheritance_fidelity", "S3g_society_elitism"):
             assert fig.axes[0].collections, p.name  # a CI band over 3 seeds
@@ -276,8 +335,8 @@ def test_si_panels_draw_with_ci_and_skip_without_their_data():
     old = df[~df["metric"].isin([
         "val_half_a", "val_half_b", "base_test_overall", "merge_gain_val", "merge_winner",
         "source_test_overall", "source_val_overall", "elite", "inherit_n"])]
-    assert all(p.draw({"rows": old}) is None for p in sd.panels())
+    assert all(p.draw({"rows": old, "families": FAMS}) is None for p in sd.PANELS)
     no_e1 = df[~df["arm"].str.contains("@e")]
-    assert sd.panels()[-1].draw({"rows": no_e1}) is None
-    assert sd.panels()[2].draw({"rows": no_e1}) is not None
+    assert sd.PANELS[-1].draw({"rows": no_e1, "families": FAMS}) is None
+    assert sd.PANELS[2].draw({"rows": no_e1, "families": FAMS}) is not None
     plt.close("all")

@@ -4,13 +4,17 @@ Rows (``lib.llm.society.COLUMNS``): one per (arm, seed, generation, agent, metri
 (``test_<family>``, ``test_overall``, ``val_overall``, ``val_half_a/b``) carry ``selected``,
 ``conformity`` and ``score``; rows about how a child at generation t+1 was born (``parents``,
 ``elite``, ``inherit_n``, ``source_*``, ``merge_*``) and the population rows (agent −1: the base,
-consensus, diversity) carry NaN there. See ``lib.llm.society.DIAGNOSTICS``.
+consensus, diversity) carry NaN there. ``selected`` at generation t marks the parents of t+1.
+See ``lib.llm.society.DIAGNOSTICS``.
 
 Seeds are the unit of replication: a statistic is first reduced to one number per seed (a mean over
-agents, children and/or generations within that seed), then summarised by the mean over seeds with
-a percentile-bootstrap 95 % CI (:func:`lib.analysis.stats.bootstrap_ci`; NaN with fewer than
-:data:`lib.analysis.stats.MIN_CI_N` seeds) and, for paired comparisons, the sign-flip permutation p
-(:func:`lib.analysis.stats.paired_permutation_test`).
+agents, children and/or generations within that seed, or a correlation within it), then summarised
+by the mean over seeds with its 95 % CI (t) (:func:`lib.analysis.stats.t_ci`; NaN with one seed) and,
+for paired comparisons, the sign-flip p with its 95 % CI (sign-flip inversion)
+(:func:`lib.analysis.stats.paired_differences`). Every arm of a seed starts from the same founders
+(identical generation-0 agents), so founders are read from one arm (:func:`founders_arm`) and
+counted once. Functions that need the task families take them (the config's ``families``): a
+founder's family is :func:`lib.methods.operators.founder_family`.
 """
 from __future__ import annotations
 
@@ -19,15 +23,40 @@ import re
 import numpy as np
 import pandas as pd
 
-from .stats import MIN_CI_N, bootstrap_ci, paired_differences
+from ..methods.operators import ARMS, founder_family
+from .stats import paired_differences, t_ci
 
 RUN = ["arm", "seed", "generation"]
 AGENT = RUN + ["agent"]
 GAP_EACH, GAP_MEAN, SIGNAL_R = 0.10, 0.15, 0.5  # preconditions of issue 10 §1
+BASELINE_PREFIX = "baseline_"
 
 
 def _is_true(s: pd.Series) -> pd.Series:
     return s.astype(str) == "True"
+
+
+def is_baseline(arm: str) -> bool:
+    """A baseline arm (``baseline_<name>``): a single model measured once, with no generations."""
+    return str(arm).startswith(BASELINE_PREFIX)
+
+
+def arms_in(df: pd.DataFrame) -> list[str]:
+    """The arms present in the order of :data:`lib.methods.operators.ARMS` (full, no_grounding, no_sex,
+    no_diversity, sex_linear), other arms after them and baselines last; a variant ``<arm>@<tag>``
+    right after its base arm."""
+    present = list(dict.fromkeys(df["arm"]))
+    bases = list(dict.fromkeys(a.split("@", 1)[0] for a in present))
+    bases = ([b for b in ARMS if b in bases] + [b for b in bases if b not in ARMS and not is_baseline(b)]
+             + [b for b in bases if is_baseline(b)])
+    return [a for b in bases for a in ([b] if b in present else []) + sorted(
+        x for x in present if x.split("@", 1)[0] == b and x != b)]
+
+
+def population_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per (arm, seed, generation): the mean over agents of ``metric`` (column ``value``)."""
+    d = df[df["metric"] == metric]
+    return d.groupby(RUN, as_index=False)["value"].mean()
 
 
 def agents_wide(rows: pd.DataFrame, metrics=None) -> pd.DataFrame:
@@ -49,9 +78,9 @@ def agents_wide(rows: pd.DataFrame, metrics=None) -> pd.DataFrame:
     return out
 
 
-def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value", *, seed: int = 0) -> pd.DataFrame:
+def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
     """Per group of ``by``: reduce ``points`` to one mean per seed, then ``n`` (seeds), ``mean`` over
-    seeds and its bootstrap 95 % CI ``lo, hi`` (NaN when n < 3)."""
+    seeds and its 95 % CI (t) ``lo, hi`` (NaN with one seed)."""
     cols = list(by) + ["n", "mean", "lo", "hi"]
     d = points.dropna(subset=[value])
     if d.empty:
@@ -60,33 +89,19 @@ def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value", *, 
     out = []
     for key, g in per_seed.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        m, lo, hi = bootstrap_ci(g[value].to_numpy(), seed=seed)
-        n = int(len(g))
-        if n < MIN_CI_N:
-            lo = hi = float("nan")
-        out.append({**dict(zip(by, key)), "n": n, "mean": m, "lo": lo, "hi": hi})
+        m, lo, hi = t_ci(g[value].to_numpy())
+        out.append({**dict(zip(by, key)), "n": int(len(g)), "mean": m, "lo": lo, "hi": hi})
     return pd.DataFrame(out, columns=cols)
 
 
 # ----------------------------------------------------------------------------- founders
 
 
-def families_in(rows: pd.DataFrame) -> list[str]:
-    """The task families of the rows, in the config's order (agents' ``test_<family>`` rows are
-    written in ``cfg["families"]`` order, which also fixes each founder's family)."""
-    return [m[5:] for m in dict.fromkeys(rows["metric"]) if str(m).startswith("test_") and m != "test_overall"]
-
-
-def founder_family(families, agent: int) -> str:
-    """Founder ``agent`` specialises in ``families[agent % len(families)]`` (as lib.llm.society)."""
-    return families[int(agent) % len(families)]
-
-
 def founders_arm(rows: pd.DataFrame) -> str:
-    """The arm the founders are read from: ``full`` when present, else the first arm in the rows.
-    Every arm of a seed starts from the same founders (its generation-0 rows are identical across
-    arms), so one arm suffices."""
-    arms = list(dict.fromkeys(rows["arm"]))
+    """The arm the founders are read from: ``full`` when present, else the first arm in the rows
+    that is not a baseline. Every arm of a seed starts from the same founders (its generation-0
+    agents are identical across arms), so one arm counts each founder once."""
+    arms = [a for a in dict.fromkeys(rows["arm"]) if not is_baseline(a)]
     return "full" if "full" in arms else str(arms[0])
 
 
@@ -98,8 +113,8 @@ def founders_matrix(rows: pd.DataFrame, families) -> pd.DataFrame:
     """Generation-0 test accuracy, agent × family, mean over seeds, read from :func:`founders_arm`.
 
     Index: ``agent`` (−1 = the bare base, from its ``base_test_<family>`` rows; 0… = founders);
-    columns: ``role`` ("base" or the founder's family), one column per family (test accuracy on that
-    family), ``overall`` (``test_overall``/``base_test_overall``) and ``n`` (seeds).
+    columns: ``role`` ("base" or the founder's family, :func:`founder_family`), one column per family
+    (test accuracy on that family), ``overall`` (``test_overall``/``base_test_overall``) and ``n`` (seeds).
     """
     d = _founder_rows(rows)
     out = []
@@ -121,31 +136,60 @@ def founders_matrix(rows: pd.DataFrame, families) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["agent", "role", *families, "overall", "n"]).set_index("agent")
 
 
-def specialist_gaps(rows: pd.DataFrame, families, *, per_seed: bool = False, seed: int = 0) -> pd.DataFrame:
+def _founder_family_points(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Per (seed, family f) at generation 0: ``specialists`` = mean test_f over every founder
+    specialising in f (agents a with a mod F = f's index), ``others`` = mean test_f over the other
+    founders, ``base`` = the bare base's test_f (NaN without ``base_test_f``)."""
+    d = _founder_rows(rows)
+    out = []
+    for s, x in d.groupby("seed", sort=True):
+        for f in families:
+            v = x[(x["metric"] == f"test_{f}") & (x["agent"] >= 0)]
+            spec = pd.Series([founder_family(families, a) == f for a in v["agent"]], index=v.index, dtype=bool)
+            b = x.loc[(x["agent"] == -1) & (x["metric"] == f"base_test_{f}"), "value"]
+            out.append({"seed": int(s), "family": f,
+                        "specialists": float(v.loc[spec, "value"].mean()) if spec.any() else np.nan,
+                        "others": float(v.loc[~spec, "value"].mean()) if (~spec).any() else np.nan,
+                        "base": float(b.mean()) if len(b) else np.nan})
+    return pd.DataFrame(out, columns=["seed", "family", "specialists", "others", "base"])
+
+
+def own_family_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Founders on their own family against the bare base, generation 0 (read from
+    :func:`founders_arm`).
+
+    Per seed and family f: the mean test_f of *all* founders specialising in f, of the other
+    founders and of the base; then per family ``n`` seeds, the means over seeds and the 95 % CI (t)
+    of the specialists' score ``lo, hi``.
+    """
+    pts = _founder_family_points(rows, families)
+    out = []
+    for f in families:
+        g = pts[pts["family"] == f]
+        m, lo, hi = t_ci(g["specialists"]) if g["specialists"].notna().any() else (np.nan, np.nan, np.nan)
+        out.append({"family": f, "n": int(g["specialists"].notna().sum()), "specialists": m, "lo": lo,
+                    "hi": hi, "others": float(g["others"].mean()), "base": float(g["base"].mean())})
+    return pd.DataFrame(out, columns=["family", "n", "specialists", "lo", "hi", "others", "base"])
+
+
+def specialist_gaps(rows: pd.DataFrame, families, *, per_seed: bool = False) -> pd.DataFrame:
     """How much each family's specialists beat the other founders on that family, at generation 0.
 
-    Per seed and family f: gap_f = mean(test_f over founders specialising in f) − mean(test_f over
-    the other founders); ``"mean"`` is the mean of gap_f over families, per seed. Read from
+    Per seed and family f: gap_f = mean(test_f over every founder specialising in f) − mean(test_f
+    over the other founders); ``"mean"`` is the mean of gap_f over families, per seed. Read from
     :func:`founders_arm`. ``per_seed``: the per-seed gaps (``family, seed, gap``); else per family
-    (and ``"mean"``): ``n`` seeds, the mean over seeds and its bootstrap 95 % CI (NaN when n < 3).
+    (and ``"mean"``): ``n`` seeds, the mean over seeds and its 95 % CI (t) ``lo, hi``.
     """
-    d = _founder_rows(rows)
-    d = d[d["agent"] >= 0]
-    pts = []
-    for s, x in d.groupby("seed", sort=True):
-        gaps = {}
-        for f in families:
-            v = x[x["metric"] == f"test_{f}"]
-            spec = v["agent"].map(lambda a: founder_family(families, a) == f)
-            if spec.any() and (~spec).any():
-                gaps[f] = float(v.loc[spec, "value"].mean() - v.loc[~spec, "value"].mean())
-                pts.append({"family": f, "seed": int(s), "gap": gaps[f]})
-        if len(gaps) == len(families):
-            pts.append({"family": "mean", "seed": int(s), "gap": float(np.mean(list(gaps.values())))})
-    pts = pd.DataFrame(pts, columns=["family", "seed", "gap"])
+    fp = _founder_family_points(rows, families)
+    fp = fp.assign(gap=fp["specialists"] - fp["others"]).dropna(subset=["gap"])
+    pts = fp[["family", "seed", "gap"]]
+    full = pts.groupby("seed").filter(lambda g: len(g) == len(families))
+    means = full.groupby("seed", as_index=False)["gap"].mean().assign(family="mean")
+    pts = pd.concat([pts, means[["family", "seed", "gap"]]], ignore_index=True)
+    pts = pts.sort_values(["seed"], kind="stable").reset_index(drop=True)
     if per_seed:
         return pts
-    summ = ci_over_seeds(pts, ["family"], "gap", seed=seed)
+    summ = ci_over_seeds(pts, ["family"], "gap")
     order = {f: i for i, f in enumerate(list(families) + ["mean"])}
     return summ.sort_values("family", key=lambda c: c.map(order)).reset_index(drop=True)
 
@@ -166,73 +210,78 @@ def _pearson(x, y) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _seed_bootstrap_r(c: pd.DataFrame, seeds: pd.Series, a: str, b: str, n_boot: int, seed: int):
-    """Percentile 95 % CI of the pooled r, resampling whole seeds (a seed's agents stay together)."""
-    uniq = np.unique(seeds)
-    if uniq.size < MIN_CI_N:
-        return float("nan"), float("nan")
-    groups = [np.flatnonzero(seeds.to_numpy() == s) for s in uniq]
-    rng = np.random.default_rng(seed)
-    xa, xb = c[a].to_numpy(float), c[b].to_numpy(float)
-    rs = []
-    for _ in range(n_boot):
-        idx = np.concatenate([groups[k] for k in rng.integers(0, uniq.size, uniq.size)])
-        rs.append(_pearson(xa[idx], xb[idx]))
-    rs = np.asarray(rs)
-    rs = rs[~np.isnan(rs)]
-    if rs.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.quantile(rs, [0.025, 0.975])
-    return float(lo), float(hi)
-
-
 SIGNALS = (("val ~ test", "val_overall", "test_overall"),
            ("val half a ~ half b", "val_half_a", "val_half_b"),
            ("score ~ val", "score", "val_overall"),
            ("score ~ conformity", "score", "conformity"))
+BREEDING, FOUNDERS = "breeding generations", "founders"
 
 
-def selection_signal(rows: pd.DataFrame, *, by_arm: bool = True, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Within-generation correlations among agents, pooled.
+def _signal_agents(rows: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The agents a within-generation correlation is taken over: :data:`BREEDING` = the children
+    (generation ≥ 1) of every arm; :data:`FOUNDERS` = generation 0 of :func:`founders_arm` only, so
+    each founder counts once (not once per arm)."""
+    w = agents_wide(rows[~rows["arm"].map(is_baseline)],
+                    ["val_overall", "test_overall", "val_half_a", "val_half_b"])
+    if scope == BREEDING:
+        return w[w["generation"] >= 1].reset_index(drop=True)
+    if scope == FOUNDERS:
+        return w[(w["generation"] == 0) & (w["arm"] == founders_arm(rows))].reset_index(drop=True)
+    raise ValueError(f"scope must be {BREEDING!r} or {FOUNDERS!r}, got {scope!r}")
 
-    Each variable is centred on its (arm, seed, generation) mean (x − x̄ within the population), then
-    Pearson r is taken over all agents pooled (``arm = "all"``) and, with ``by_arm``, within each arm.
-    Quantities: ``val ~ test`` (does the selection signal predict held-out accuracy?), ``val half a ~
-    half b`` (split-half reliability of val; ``spearman_brown`` = 2r/(1+r), the reliability of the
+
+def selection_signal(rows: pd.DataFrame, *, by_arm: bool = True) -> pd.DataFrame:
+    """Within-generation correlations among agents, per seed, then across seeds.
+
+    Each variable is centred on its (arm, seed, generation) mean (x − x̄ within the population); per
+    seed, Pearson r is taken over that seed's agents pooled (``arm = "all"``) and, with ``by_arm``,
+    within each arm; ``r`` is the mean of the per-seed r over seeds, ``lo, hi`` its 95 % CI (t) (NaN
+    with one seed), ``r_pooled`` the r of all seeds' agents pooled. Two scopes (column ``scope``):
+    :data:`BREEDING` (generations ≥ 1: the children selection acts on) and :data:`FOUNDERS`
+    (generation 0, from one arm: each founder once; no ``by_arm`` rows).
+
+    Quantities: ``val ~ test`` (does the selection signal predict held-out accuracy?), ``val half a
+    ~ half b`` (split-half reliability of val; ``spearman_brown`` = 2r/(1+r), the reliability of the
     full val pool), ``score ~ val`` and ``score ~ conformity`` (what the selection score follows).
-    Generation 0 (the shared founders) enters once per arm, as in the issue's definition.
-    ``n``: agents pooled; ``lo, hi``: 95 % CI of r from a bootstrap over whole seeds (NaN under 3 seeds).
+    ``n``: agents; ``seeds``: seeds with an r.
     """
-    w = agents_wide(rows, ["val_overall", "test_overall", "val_half_a", "val_half_b"])
     cols = ["val_overall", "test_overall", "val_half_a", "val_half_b", "score", "conformity"]
-    w[cols] = w[cols].astype(float)
-    c = _centre(w, cols)
     out = []
-    groups = [("all", np.ones(len(w), bool))]
-    if by_arm:
-        groups += [(a, (w["arm"] == a).to_numpy()) for a in dict.fromkeys(w["arm"])]
-    for arm, m in groups:
-        for name, a, b in SIGNALS:
-            ok = m & c[a].notna().to_numpy() & c[b].notna().to_numpy()
-            r = _pearson(c.loc[ok, a], c.loc[ok, b])
-            lo, hi = _seed_bootstrap_r(c.loc[ok], w.loc[ok, "seed"], a, b, n_boot, seed)
-            row = {"arm": arm, "quantity": name, "r": r, "n": int(ok.sum()),
-                   "seeds": int(w.loc[ok, "seed"].nunique()), "lo": lo, "hi": hi, "spearman_brown": np.nan}
-            if a == "val_half_a":
-                row["spearman_brown"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
-            out.append(row)
-    return pd.DataFrame(out)
+    for scope in (BREEDING, FOUNDERS):
+        w = _signal_agents(rows, scope)
+        w[cols] = w[cols].astype(float)
+        c = _centre(w, cols) if len(w) else w[cols]
+        groups = [("all", np.ones(len(w), bool))]
+        if by_arm and scope == BREEDING:
+            groups += [(a, (w["arm"] == a).to_numpy()) for a in arms_in(w)]
+        for arm, m in groups:
+            for name, a, b in SIGNALS:
+                ok = m & c[a].notna().to_numpy() & c[b].notna().to_numpy()
+                per_seed = [_pearson(c.loc[ok & (w["seed"] == s).to_numpy(), a], c.loc[ok & (w["seed"] == s).to_numpy(), b])
+                            for s in sorted(set(w.loc[ok, "seed"]))]
+                per_seed = [r for r in per_seed if np.isfinite(r)]
+                r, lo, hi = t_ci(per_seed) if per_seed else (np.nan, np.nan, np.nan)
+                row = {"scope": scope, "arm": arm, "quantity": name, "r": r, "lo": lo, "hi": hi,
+                       "seeds": len(per_seed), "n": int(ok.sum()), "r_pooled": _pearson(c.loc[ok, a], c.loc[ok, b]),
+                       "spearman_brown": np.nan}
+                if a == "val_half_a":
+                    row["spearman_brown"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
+                out.append(row)
+    return pd.DataFrame(out, columns=["scope", "arm", "quantity", "r", "lo", "hi", "seeds", "n", "r_pooled",
+                                      "spearman_brown"])
 
 
 def preconditions(rows: pd.DataFrame, families) -> pd.DataFrame:
     """The two preconditions of issue 10 §1, measured: each family's specialist gap ≥ 0.10 and their
-    mean ≥ 0.15 (:func:`specialist_gaps`, generation 0), and the pooled within-generation val–test
-    r ≥ 0.5 (:func:`selection_signal`); plus the split-half reliability of val (reported, no threshold).
-    ``measured`` is the point estimate (mean over seeds; pooled r), ``lo, hi`` its 95 % CI, ``pass``
+    mean ≥ 0.15 (:func:`specialist_gaps`, generation 0), and the within-generation val–test r ≥ 0.5
+    over the breeding generations (:func:`selection_signal`, mean of the per-seed r); plus, without
+    a threshold, the same r among the founders alone and the split-half reliability of val.
+    ``measured`` is the point estimate (mean over seeds), ``lo, hi`` its 95 % CI (t), ``pass``
     compares the point estimate with the threshold (None: no threshold or nothing measured).
     """
     gaps = specialist_gaps(rows, families).set_index("family")
-    sig = selection_signal(rows, by_arm=False).set_index("quantity")
+    sig = selection_signal(rows, by_arm=False)
+    sig = sig[sig["arm"] == "all"].set_index(["scope", "quantity"])
     out = []
 
     def add(name, measured, lo, hi, n, threshold):
@@ -248,11 +297,13 @@ def preconditions(rows: pd.DataFrame, families) -> pd.DataFrame:
             add(label, float(g["mean"]), float(g["lo"]), float(g["hi"]), f"{int(g['n'])} seeds", thr)
         else:
             add(label, np.nan, np.nan, np.nan, "0 seeds", thr)
-    v = sig.loc["val ~ test"]
-    add("val–test r within generation (pooled)", float(v["r"]), float(v["lo"]), float(v["hi"]),
-        f"{int(v['n'])} agents, {int(v['seeds'])} seeds", SIGNAL_R)
-    h = sig.loc["val half a ~ half b"]
-    add("val split-half r", float(h["r"]), float(h["lo"]), float(h["hi"]), f"{int(h['n'])} agents", np.nan)
+    for scope, label, thr in ((BREEDING, "val–test r within generation (breeding generations)", SIGNAL_R),
+                              (FOUNDERS, "val–test r among the founders (generation 0, once each)", np.nan)):
+        v = sig.loc[(scope, "val ~ test")]
+        add(label, float(v["r"]), float(v["lo"]), float(v["hi"]), f"{int(v['n'])} agents, {int(v['seeds'])} seeds", thr)
+    h = sig.loc[(BREEDING, "val half a ~ half b")]
+    add("val split-half r (breeding generations)", float(h["r"]), float(h["lo"]), float(h["hi"]),
+        f"{int(h['n'])} agents", np.nan)
     add("val reliability (Spearman–Brown 2r/(1+r))", float(h["spearman_brown"]), np.nan, np.nan,
         f"{int(h['n'])} agents", np.nan)
     return pd.DataFrame(out)
@@ -261,16 +312,28 @@ def preconditions(rows: pd.DataFrame, families) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- operators
 
 
-def selection_differential(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def breeding_generations(rows: pd.DataFrame) -> pd.DataFrame:
+    """The (arm, seed, generation) whose selected parents have children: every generation t of an
+    arm and seed for which generation t+1 has agents (so not the last, which breeds nothing)."""
+    ag = rows.loc[rows["agent"] >= 0, RUN].drop_duplicates()
+    nxt = ag.assign(generation=ag["generation"] - 1)
+    return ag.merge(nxt, on=RUN).sort_values(RUN).reset_index(drop=True)
+
+
+def selection_differential(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Selection differential: per (arm, seed, generation), mean of the selected agents minus mean of
     the not-selected ones, on ``val_overall`` (what selection saw, through the score) and on
-    ``test_overall`` (data it never saw). Populations where all or none were selected are skipped.
+    ``test_overall`` (data it never saw). Only breeding generations count
+    (:func:`breeding_generations`: the selected agents are parents of children; the last generation
+    is not); populations where all or none were selected are skipped.
 
     Returns ``(points, summary)``: ``points`` has ``arm, seed, generation, metric ("val" | "test"),
-    diff``; ``summary`` per (arm, metric): the per-seed mean over generations, then n, mean, CI.
-    Per generation: ``ci_over_seeds(points, ["arm", "metric", "generation"], "diff")``.
+    diff``; ``summary`` per (arm, metric), pooled over breeding generations: the per-seed mean over
+    generations, then n seeds, mean and 95 % CI (t). Per generation:
+    ``ci_over_seeds(points, ["arm", "metric", "generation"], "diff")``.
     """
     w = agents_wide(rows, ["val_overall", "test_overall"])
+    w = w.merge(breeding_generations(rows), on=RUN)
     pts = []
     for key, g in w.groupby(RUN, sort=True):
         sel = g["selected"].fillna(False).astype(bool)
@@ -280,7 +343,7 @@ def selection_differential(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.Dat
             pts.append({**dict(zip(RUN, key)), "metric": m,
                         "diff": float(g.loc[sel, col].mean() - g.loc[~sel, col].mean())})
     pts = pd.DataFrame(pts, columns=RUN + ["metric", "diff"])
-    return pts, ci_over_seeds(pts, ["arm", "metric"], "diff", seed=seed)
+    return pts, ci_over_seeds(pts, ["arm", "metric"], "diff")
 
 
 def _children(rows: pd.DataFrame) -> pd.DataFrame:
@@ -299,14 +362,14 @@ def _children(rows: pd.DataFrame) -> pd.DataFrame:
     return w.reset_index()
 
 
-def recombination_gain(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def recombination_gain(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Recombination gain of the sexual arms (children with a ``merge_gain_val`` row; elites excluded).
 
     Per child: gain = val(screened winner) − mean(val of its two parents), and ``plain`` = 1 when the
     winner is candidate 0, the plain average (chance: 1 / n_candidates). Returns ``(points,
     summary)``: ``points`` has ``arm, seed, generation, agent, gain, plain``; ``summary`` per arm:
-    ``n`` seeds, ``gain`` mean over seeds of the per-seed mean with CI ``gain_lo, gain_hi``, and
-    ``plain_share`` likewise (``plain_lo, plain_hi``), ``children`` pooled.
+    ``n`` seeds, ``gain`` mean over seeds of the per-seed mean with 95 % CI (t) ``gain_lo, gain_hi``,
+    and ``plain_share`` likewise (``plain_lo, plain_hi``), ``children`` pooled.
     """
     ch = _children(rows)
     ch = ch[(ch["elite"] != 1) & ch["merge_gain_val"].notna()]
@@ -317,21 +380,21 @@ def recombination_gain(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFra
     cols = ["arm", "n", "children", "gain", "gain_lo", "gain_hi", "plain_share", "plain_lo", "plain_hi"]
     if pts.empty:
         return pts, pd.DataFrame(columns=cols)
-    g = ci_over_seeds(pts, ["arm"], "gain", seed=seed).set_index("arm")
-    p = ci_over_seeds(pts, ["arm"], "plain", seed=seed).set_index("arm")
+    g = ci_over_seeds(pts, ["arm"], "gain").set_index("arm")
+    p = ci_over_seeds(pts, ["arm"], "plain").set_index("arm")
     summ = pd.DataFrame({"n": g["n"], "children": pts.groupby("arm").size(),
                          "gain": g["mean"], "gain_lo": g["lo"], "gain_hi": g["hi"],
                          "plain_share": p["mean"], "plain_lo": p["lo"], "plain_hi": p["hi"]})
     return pts, summ.reset_index().rename(columns={"index": "arm"})[cols]
 
 
-def inheritance_fidelity(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def inheritance_fidelity(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Inheritance fidelity (mutation load): per child at generation t+1 that is not an elite,
     Δ = test_overall(child, t+1) − test_overall(its source at t) (``source_test_overall``: the
     winning merge, or the copied parent). Negative: retraining on the source's answers loses accuracy.
 
     Returns ``(points, summary)``: ``points`` has ``arm, seed, generation, agent, child, source,
-    diff``; ``summary`` per (arm, generation): n seeds, mean over seeds of the per-seed mean Δ, CI.
+    diff``; ``summary`` per (arm, generation): n seeds, mean over seeds of the per-seed mean Δ, 95 % CI (t).
     """
     ch = _children(rows)
     ch = ch[(ch["elite"] != 1) & ch["source_test_overall"].notna()]
@@ -341,7 +404,7 @@ def inheritance_fidelity(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataF
     pts["source"] = ch["source_test_overall"].astype(float).to_numpy()
     pts["diff"] = pts["child"] - pts["source"]
     pts = pts.dropna(subset=["diff"]).reset_index(drop=True)
-    return pts, ci_over_seeds(pts, ["arm", "generation"], "diff", seed=seed)
+    return pts, ci_over_seeds(pts, ["arm", "generation"], "diff")
 
 
 # ----------------------------------------------------------------------------- elitism
@@ -377,14 +440,15 @@ def last_generation_agents(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["arm", "seed", "generation", "mean", "best", "top_scored"])
 
 
-def elitism_comparison(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def elitism_comparison(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Elites against none: for each pair of :func:`elitism_pairs` (``X@e1`` vs ``X``), paired by
     seed at the last generation, d = stat(X@e1) − stat(X) for stat in ``mean``, ``best``,
     ``top_scored`` (:func:`last_generation_agents`).
 
     Returns ``(points, summary)``: ``points``: ``statistic, arm, reference, seed, diff``; ``summary``:
-    ``statistic, arm, reference, n, mean`` (mean d), bootstrap 95 % CI ``lo, hi`` (NaN when n < 3),
-    the paired sign-flip ``p`` (NaN with one pair) and ``test``. Empty when no pair is present.
+    ``statistic, arm, reference, n, mean`` (mean d), its 95 % CI (sign-flip inversion) ``lo, hi``
+    (unbounded with n < 6), the paired sign-flip ``p`` (NaN with one pair) and ``test``. Empty when
+    no pair is present.
     """
     pairs = elitism_pairs(rows["arm"])
     cp = ["statistic", "arm", "reference", "seed", "diff"]
@@ -396,7 +460,7 @@ def elitism_comparison(rows: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFra
     for var, ref in pairs.items():
         part = last[last["arm"].isin([var, ref])]
         for stat in ("mean", "best", "top_scored"):
-            p, s_ = paired_differences(part, group="arm", reference=ref, value=stat, seed=seed)
+            p, s_ = paired_differences(part, group="arm", reference=ref, value=stat)
             pts.append(p.assign(statistic=stat, reference=ref))
             summ.append(s_.assign(statistic=stat))
     pts = pd.concat(pts, ignore_index=True)[cp]

@@ -1,22 +1,37 @@
-"""Statistics for the figures: bootstrap confidence intervals across seeds and paired tests.
+"""Statistics for the figures and tables: intervals over seeds and the paired sign-flip test.
 
-Seeds are the unit of replication: a figure's band is the bootstrap CI of the mean over seeds,
-and two arms are compared on the same seeds with a paired sign-flip permutation test.
+Seeds are the unit of replication. Two kinds of 95 % interval, named wherever one is shown:
+
+* a single mean over seeds (an arm's accuracy, a band around a curve), :data:`T_CI`: the Student
+  t-interval x̄ ± t_{n−1, 0.975}·s/√n (s: the sample standard deviation); NaN with n < 2.
+* a paired difference d = arm − reference on the same seeds, :data:`SIGN_FLIP_CI`: the interval
+  obtained by inverting the paired sign-flip test of :func:`paired_permutation_test`,
+  {μ : p(d − μ) > 1 − level}. It excludes 0 exactly when that test's p ≤ 1 − level, so an interval
+  and the p printed beside it never disagree. Beyond min(d) or max(d) every sign pattern is at
+  least as extreme as the observed one only for the two constant patterns, p = 2/2ⁿ; with n < 6
+  (2/2ⁿ > 0.05) no μ is rejected and the 95 % interval is (−∞, ∞) (:func:`min_pairs_for_interval`).
 """
 from __future__ import annotations
 
-from itertools import product
+import math
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+from scipy import stats as _sp
+
+LEVEL = 0.95
+T_CI = "95 % CI (t)"
+SIGN_FLIP_CI = "95 % CI (sign-flip inversion)"
+EXACT_MAX_N = 16  # up to this many pairs all 2ⁿ sign patterns are enumerated
+MIN_T_N = 2       # a t-interval needs two values
 
 
-def bootstrap_ci(values, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of ``values`` and its percentile bootstrap CI.
+def t_ci(values, *, level: float = LEVEL) -> tuple[float, float, float]:
+    """Mean of ``values`` and its Student t-interval: x̄ ± t_{n−1, (1+level)/2}·s/√n.
 
-    Draws ``n_boot`` resamples (with replacement, same size) with ``numpy.random.default_rng(seed)``;
-    the CI is the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the resampled means.
-    One value gives a zero-width interval; NaNs are dropped; no values → ``ValueError``.
+    NaNs are dropped; ``s`` is the sample standard deviation (ddof = 1). One value: ``(x, nan, nan)``;
+    no values: ``ValueError``.
 
     Returns:
         ``(mean, lo, hi)``.
@@ -24,25 +39,123 @@ def bootstrap_ci(values, *, n_boot: int = 2000, level: float = 0.95, seed: int =
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size == 0:
-        raise ValueError("bootstrap_ci needs at least one non-NaN value")
+        raise ValueError("t_ci needs at least one non-NaN value")
     m = float(x.mean())
-    if x.size == 1:
-        return m, m, m
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [a, 1.0 - a])
-    return m, float(lo), float(hi)
+    if x.size < MIN_T_N:
+        return m, float("nan"), float("nan")
+    half = float(_sp.t.ppf((1.0 + level) / 2.0, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return m, m - half, m + half
+
+
+def min_pairs_for_interval(level: float = LEVEL) -> int:
+    """The fewest pairs whose sign-flip interval at ``level`` is bounded: the smallest n with
+    2/2ⁿ ≤ 1 − level (6 at 95 %)."""
+    n = 1
+    while 2.0 / 2.0 ** n > 1.0 - level:
+        n += 1
+    return n
+
+
+MIN_PAIRED_N = min_pairs_for_interval()
+
+
+def sign_patterns(n: int, *, n_perm: int = 10000, seed: int = 0) -> tuple[np.ndarray, bool]:
+    """The null distribution's sign patterns, shape ``(m, n)`` of ±1, and whether they are exact.
+
+    n ≤ :data:`EXACT_MAX_N`: all 2ⁿ patterns. Otherwise ``n_perm`` patterns drawn once with
+    ``default_rng(seed)``; the test and its inverted interval use this same matrix for every μ, so
+    they share one null.
+    """
+    return _sign_patterns(int(n), int(n_perm), int(seed))
+
+
+@lru_cache(maxsize=32)
+def _sign_patterns(n: int, n_perm: int, seed: int) -> tuple[np.ndarray, bool]:
+    if n <= EXACT_MAX_N:
+        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+        signs, exact = 1.0 - 2.0 * bits, True
+    else:
+        signs, exact = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_perm, n)), False
+    signs.flags.writeable = False  # cached: shared by every call with the same (n, n_perm, seed)
+    return signs, exact
+
+
+def _flip_ranges(d: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """For each sign pattern s, the shifts μ at which it is at least as extreme as the observed
+    pattern: |Σ sᵢ(dᵢ − μ)| ≥ |Σ (dᵢ − μ)|.
+
+    Expanding the squares, that holds exactly when μ lies between m₊ and m₋, the means of d over the
+    indices s flips to + and to −, so each range is a closed interval containing the mean d̄ (a
+    weighted average of m₊ and m₋). A constant pattern (all + or all −) ties the observed one for
+    every μ: its range is (−∞, ∞). Ranges are widened by a relative 1e-12 so float ties count.
+
+    Returns:
+        ``(lo, hi, tol)``: lower and upper ends of each pattern's range, and the tolerance used.
+    """
+    plus = signs > 0
+    n_plus = plus.sum(axis=1)
+    n_minus = d.size - n_plus
+    s_plus = plus.astype(float) @ d
+    s_minus = d.sum() - s_plus
+    const = (n_plus == 0) | (n_minus == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m_plus, m_minus = s_plus / n_plus, s_minus / n_minus
+    tol = 1e-12 * max(1.0, float(np.max(np.abs(d))))
+    lo = np.where(const, -np.inf, np.fmin(m_plus, m_minus) - tol)
+    hi = np.where(const, np.inf, np.fmax(m_plus, m_minus) + tol)
+    return lo, hi, tol
+
+
+def _p_of_count(hits, m: int, exact: bool):
+    """p from the number of patterns at least as extreme: exact hits/2ⁿ; Monte Carlo (hits+1)/(m+1),
+    which never reports an impossible p = 0."""
+    hits = np.asarray(hits, dtype=float)
+    return hits / m if exact else (hits + 1.0) / (m + 1.0)
+
+
+def sign_flip_p(d, mu: float = 0.0, *, n_perm: int = 10000, seed: int = 0) -> float:
+    """Two-sided p of the paired sign-flip test of ``mean(d) == mu`` (NaN with one pair)."""
+    d = np.asarray(d, dtype=float)
+    if d.size < 2:
+        return float("nan")
+    signs, exact = sign_patterns(d.size, n_perm=n_perm, seed=seed)
+    lo, hi, _ = _flip_ranges(d, signs)
+    return float(_p_of_count(np.sum((lo <= mu) & (mu <= hi)), len(signs), exact))
+
+
+def sign_flip_ci(d, *, level: float = LEVEL, n_perm: int = 10000, seed: int = 0) -> tuple[float, float]:
+    """The paired sign-flip test inverted: ``(lo, hi)`` = the hull of {μ : p(d − μ) > 1 − level}.
+
+    Every pattern's range contains d̄, so below d̄ the number of patterns counted at μ is the number
+    whose range starts at or below μ, and p is non-decreasing up to d̄ and non-increasing after it:
+    the set is one interval and its ends are range ends (means of subsets of d). ``lo`` is the c-th
+    smallest range start, with c the fewest counted patterns whose p exceeds 1 − level; ``hi`` the
+    c-th largest range end. (−∞, ∞) when even the constant patterns alone give p > 1 − level
+    (n < :func:`min_pairs_for_interval`); NaNs are dropped; no values → ``ValueError``.
+    """
+    d = np.asarray(d, dtype=float)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        raise ValueError("sign_flip_ci needs at least one non-NaN difference")
+    if d.size == 1:
+        return -math.inf, math.inf
+    signs, exact = sign_patterns(d.size, n_perm=n_perm, seed=seed)
+    lo, hi, _ = _flip_ranges(d, signs)
+    m = len(signs)
+    p_by_count = _p_of_count(np.arange(m + 1), m, exact)
+    c = int(np.argmax(p_by_count > 1.0 - level))  # p(m patterns) = 1 > 1 − level, so c exists
+    if c == 0:
+        return -math.inf, math.inf
+    return float(np.sort(lo)[c - 1]), float(np.sort(hi)[::-1][c - 1])
 
 
 def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict:
-    """Two-sided paired permutation test of ``mean(a - b) == 0``.
+    """Two-sided paired sign-flip permutation test of ``mean(a - b) == 0``.
 
-    Under H0 each paired difference dᵢ = aᵢ - bᵢ is equally likely to have either sign. With
-    n ≤ 16 pairs all 2ⁿ sign patterns are enumerated (exact p); otherwise ``n_perm`` random sign
-    flips are drawn with ``default_rng(seed)`` and p = (1 + #{|mean(±d)| ≥ |mean(d)|}) / (1 + n_perm),
-    which never reports an impossible p = 0. Exact: p = P(|mean(±d)| ≥ |mean(d)|).
-    One pair admits no test (its two sign patterns always tie): p is NaN, not 1.
+    Under H0 each paired difference dᵢ = aᵢ - bᵢ is equally likely to have either sign;
+    p = P(|mean(±d)| ≥ |mean(d)|) over the patterns of :func:`sign_patterns` (exact with n ≤ 16
+    pairs; else ``n_perm`` draws and p = (1 + hits) / (1 + n_perm)). One pair admits no test (its two
+    sign patterns always tie): p is NaN, not 1.
 
     Returns:
         ``{"n", "effect" (mean difference a - b), "p", "test", "exact"}``.
@@ -53,34 +166,44 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
     if a.size == 0:
         raise ValueError("paired_permutation_test needs at least one pair")
     d = a - b
-    obs = abs(d.mean())
     n = d.size
     if n == 1:
         return {"n": 1, "effect": float(d[0]), "p": float("nan"), "test": "none (one pair: no test)",
                 "exact": True}
-    if n <= 16:
-        signs = np.array(list(product((1.0, -1.0), repeat=n)))
-        exact = True
-    else:
-        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_perm, n))
-        exact = False
-    null = np.abs((signs * d).mean(axis=1))
-    hits = int(np.sum(null >= obs - 1e-12))
-    p = hits / len(signs) if exact else (hits + 1) / (len(signs) + 1)
-    return {"n": int(n), "effect": float(d.mean()), "p": p,
+    exact = n <= EXACT_MAX_N
+    return {"n": int(n), "effect": float(d.mean()), "p": sign_flip_p(d, n_perm=n_perm, seed=seed),
             "test": "paired sign-flip permutation" + (" (exact)" if exact else f" ({n_perm} draws)"),
             "exact": exact}
 
 
-def mean_ci_table(df: pd.DataFrame, by: list[str], value: str = "value", *, seed: int = 0,
-                  level: float = 0.95) -> pd.DataFrame:
-    """Per group of ``by``: n, mean and bootstrap CI of ``value`` (rows are seeds)."""
+def format_p(p) -> str:
+    """A p-value as text: two significant digits, scientific below 0.001 (``3.1e-05``, never
+    ``0.0000``); ``"n/a"`` when undefined (NaN)."""
+    if p is None or not np.isfinite(p):
+        return "n/a"
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.2g}"
+
+
+def format_ci(lo, hi, n: int, *, digits: int = 4) -> str:
+    """An interval as text: ``[lo, hi]``; ``"unbounded (n < 6)"`` for a sign-flip interval with too
+    few pairs; ``"none (n = 1)"`` for a t-interval of one value."""
+    if np.isfinite(lo) and np.isfinite(hi):
+        lo, hi = round(lo, digits) + 0.0, round(hi, digits) + 0.0  # + 0.0: no "-0.0000"
+        return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+    if np.isinf(lo) or np.isinf(hi):
+        return f"unbounded (n < {MIN_PAIRED_N})"
+    return f"none (n = {n})"
+
+
+def mean_ci_table(df: pd.DataFrame, by: list[str], value: str = "value", *, level: float = LEVEL) -> pd.DataFrame:
+    """Per group of ``by``: n, mean and 95 % CI (t) ``lo, hi`` of ``value`` (rows are seeds; NaN CI
+    with n < 2)."""
     out = []
     for key, g in df.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        m, lo, hi = bootstrap_ci(g[value].to_numpy(), seed=seed, level=level)
+        m, lo, hi = t_ci(g[value].to_numpy(), level=level)
         out.append({**dict(zip(by, key)), "n": int(g[value].notna().sum()), "mean": m, "lo": lo, "hi": hi})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=[*by, "n", "mean", "lo", "hi"])
 
 
 def compare_to(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "seed",
@@ -88,28 +211,26 @@ def compare_to(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "
     """Paired test of every level of ``group`` against ``reference``, paired on ``pair_on``.
 
     ``df`` holds one row per (group, pair_on). Only pairs present in both are used.
-    Returns one row per comparison: ``group, reference, n, effect, p, test`` (the summary of
-    :func:`paired_differences`, ``effect`` = its mean difference).
+    Returns one row per comparison: ``group, reference, n, effect, lo, hi, p, test`` (the summary of
+    :func:`paired_differences`: ``effect`` its mean difference, ``lo, hi`` its 95 % CI (sign-flip
+    inversion)).
     """
     _, summ = paired_differences(df, group=group, reference=reference, pair_on=pair_on, value=value, seed=seed)
-    return summ.rename(columns={"mean": "effect"})[[group, "reference", "n", "effect", "p", "test"]]
-
-
-MIN_CI_N = 3  # fewer values than this: figures show the points, not a "95 % CI"
+    return summ.rename(columns={"mean": "effect"})[[group, "reference", "n", "effect", "lo", "hi", "p", "test"]]
 
 
 def paired_differences(df: pd.DataFrame, *, group: str, reference: str, pair_on: str = "seed",
                        value: str = "value", by: list[str] | None = None, seed: int = 0,
-                       level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+                       level: float = LEVEL) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-pair differences ``value[level] - value[reference]`` and their summary.
 
     ``df`` holds one row per (``by``…, group, pair_on); only pairs present in both levels are used.
 
     Returns:
         ``(points, summary)``: ``points`` has one row per (``by``…, group, pair_on) with the difference in
-        ``diff``; ``summary`` one row per (``by``…, group) with ``n``, ``mean`` (mean difference), the
-        bootstrap CI ``lo, hi`` of that mean (NaN when n < :data:`MIN_CI_N`), the paired permutation
-        ``p`` (NaN when n = 1) and the ``test`` used.
+        ``diff``; ``summary`` one row per (``by``…, group) with ``n``, ``mean`` (mean difference), its
+        95 % CI (sign-flip inversion, :func:`sign_flip_ci`) ``lo, hi`` (−inf, inf with n < 6), the
+        paired sign-flip ``p`` (NaN when n = 1) and the ``test`` used.
     """
     by = list(by or [])
     pts, summ = [], []
@@ -129,11 +250,9 @@ def paired_differences(df: pd.DataFrame, *, group: str, reference: str, pair_on:
             for k, v in d.items():
                 pts.append({**dict(zip(by, key)), group: lvl, pair_on: k, "diff": float(v)})
             t = paired_permutation_test(both[lvl].to_numpy(), both[reference].to_numpy(), seed=seed)
-            m, lo, hi = bootstrap_ci(d.to_numpy(), seed=seed, level=level)
-            if len(d) < MIN_CI_N:
-                lo = hi = float("nan")
+            lo, hi = sign_flip_ci(d.to_numpy(), level=level, seed=seed)
             summ.append({**dict(zip(by, key)), group: lvl, "reference": reference, "n": int(len(d)),
-                         "mean": m, "lo": lo, "hi": hi, "p": t["p"], "test": t["test"]})
+                         "mean": float(d.mean()), "lo": lo, "hi": hi, "p": t["p"], "test": t["test"]})
     cols_p = [*by, group, pair_on, "diff"]
     cols_s = [*by, group, "reference", "n", "mean", "lo", "hi", "p", "test"]
     return pd.DataFrame(pts, columns=cols_p), pd.DataFrame(summ, columns=cols_s)

@@ -1,22 +1,31 @@
-"""Fig. 1 and S1: the population operators on synthetic populations (data of notebook 01)."""
+"""Fig. 1 and S1: the population operators on synthetic populations (data of notebook 01).
+
+Populations (``seed``) are the unit of replication: (a)-panels show each rule's mean over populations
+with its 95 % CI (t); (b)-panels QD − top-P on the same population with the 95 % CI (sign-flip
+inversion) and the paired sign-flip p.
+"""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 import seaborn as sns
 
 from ..analysis import stats
-from .style import REFERENCE_GREY, colour, line_kw, paired_difference_panel, save_figure, use_style
+from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
+from ..methods.operators import select_parents
+from .style import (REFERENCE_GREY, Panel, colour, line_kw, mean_curve, paired_difference_panel, repo_path,
+                    save_panels)
 
 EXPERIMENT = "operators"
 NOTEBOOK = "01_operators.ipynb"
 TABLES = ("agents", "selection", "pairs", "distance")
 
 
-def load_data(scale: str) -> dict[str, pd.DataFrame]:
-    """The tables of ``data/<scale>/operators/``; a missing file names the command that makes it."""
+def load_data(scale: str) -> dict:
+    """The tables of ``data/<scale>/operators/`` and ``"config"`` (its settings: ``lam``,
+    ``n_parents``); a missing file names the command that makes it."""
     folder = data_dir(scale, EXPERIMENT)
     out = {}
     for t in TABLES:
@@ -26,6 +35,7 @@ def load_data(scale: str) -> dict[str, pd.DataFrame]:
                 f"{p} is missing: run `python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml` "
                 f"or notebook {NOTEBOOK} at scale {scale!r}")
         out[t] = pd.read_csv(p)
+    out["config"] = load_yaml(config_path(EXPERIMENT, scale))
     return out
 
 
@@ -42,13 +52,17 @@ def conformity_vs_fitness(agents: pd.DataFrame):
 
 
 def distance_matrix(distance: pd.DataFrame, agents: pd.DataFrame, seed: int):
-    """Fig. 1b: behavioural distance between agents of one population, ordered by score."""
+    """Fig. 1b: behavioural distance between the agents of one population, ordered by selection
+    score, the best-scoring agent first (top row, left column); tick labels are agent indices."""
     d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance")
-    order = agents[agents["seed"] == seed].sort_values("score", ascending=False)["agent"].to_numpy()
-    fig, ax = plt.subplots(figsize=(3.6, 3.0))
+    order = agents[agents["seed"] == seed].sort_values(["score", "agent"], ascending=[False, True])["agent"].to_numpy()
+    fig, ax = plt.subplots(figsize=(4.0, 3.5))
     sns.heatmap(d.loc[order, order], ax=ax, cmap="viridis", vmin=0, vmax=1, square=True,
-                cbar_kws={"label": "disagreement rate"}, xticklabels=False, yticklabels=False)
-    ax.set(xlabel="agent (by score)", ylabel="agent (by score)", title=f"Behavioural distance (seed {seed})")
+                cbar_kws={"label": "disagreement rate"}, xticklabels=True, yticklabels=True)
+    ax.tick_params(labelsize=5, length=0)
+    ax.set_xlabel("agent, by score: best left → worst right", fontsize=8)
+    ax.set_ylabel("agent, by score: best top → worst bottom", fontsize=8)
+    ax.set_title(f"Behavioural distance, population {seed}", fontsize=9)
     return fig
 
 
@@ -57,18 +71,15 @@ METHOD_LABEL = {"qd": "QD", "top_p": "top-P"}
 
 def selection_vs_lambda(selection: pd.DataFrame, metric: str, ylabel: str):
     """Fig. 1c/d: a property of the selected parents as λ grows. (a) QD and top-P, mean over
-    populations with a 95 % bootstrap band; (b) QD − top-P on the same population (dots), the mean
-    difference and its bootstrap 95 % CI (band). At λ = 0 the two rules pick the same set."""
+    populations with a 95 % CI (t) band; (b) QD − top-P on the same population (dots), the mean
+    difference and its 95 % CI (sign-flip inversion, band). At λ = 0 the two rules pick the same set."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.0, 3.0))
     table = stats.mean_ci_table(selection, ["method", "lam"], value=metric)
     for method in ("top_p", "qd"):
-        t = table[table["method"] == method]
-        a1.plot(t["lam"], t["mean"], **line_kw(method, ms=3.5, label=METHOD_LABEL[method]))
-        if (t["n"] >= stats.MIN_CI_N).all():
-            a1.fill_between(t["lam"], t["lo"], t["hi"], color=colour(method), alpha=0.2, lw=0)
+        mean_curve(a1, table[table["method"] == method], "lam", method, band_alpha=0.2, label=METHOD_LABEL[method])
     n = int(selection.groupby(["method", "lam"])["seed"].nunique().min())
     a1.set(xlabel="λ (similarity penalty of QD)", ylabel=ylabel)
-    a1.set_title(f"(a) mean over populations (n = {n})" + (", 95 % CI" if n >= stats.MIN_CI_N else ""),
+    a1.set_title(f"(a) mean over populations (n = {n})" + (f", {stats.T_CI}" if n >= stats.MIN_T_N else ""),
                  fontsize=8, loc="left")
     a1.legend()
     pts, summ = stats.paired_differences(selection, group="method", reference="top_p", value=metric, by=["lam"])
@@ -81,19 +92,44 @@ def selection_vs_lambda(selection: pd.DataFrame, metric: str, ylabel: str):
     return fig
 
 
-def pairs_panel(pairs: pd.DataFrame, distance: pd.DataFrame, seed: int):
-    """Fig. 1e: complementary pairs of one population's QD parents, most distant first."""
+def qd_parents(agents: pd.DataFrame, distance: pd.DataFrame, seed: int, *, n_parents: int, lam: float) -> list[int]:
+    """The QD parents of population ``seed`` at ``lam``, in selection order, recomputed from its
+    scores and distances with :func:`lib.methods.operators.select_parents` (the pairs table keeps only
+    the pairs, in which a parent may not appear)."""
+    a = agents[agents["seed"] == seed].sort_values("agent")
+    d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance")
+    d = d.loc[a["agent"], a["agent"]].to_numpy()
+    idx = select_parents(a["score"].to_numpy(), d, n_parents, diversity=True, lam=lam)
+    return [int(a["agent"].iloc[i]) for i in idx]
+
+
+def pairs_panel(pairs: pd.DataFrame, distance: pd.DataFrame, seed: int, agents: pd.DataFrame | None = None, *,
+                n_parents: int | None = None, lam: float | None = None):
+    """Fig. 1e: all QD parents of one population (λ = ``lam``, recomputed with :func:`qd_parents`
+    from ``agents``) and their pairwise distances; the complementary pairs are numbered, most distant
+    first, and a parent in no pair is named in the title. Without ``agents``, ``n_parents`` and ``lam``
+    only the parents that appear in a pair can be shown, and the title says so."""
     p = pairs[pairs["seed"] == seed].sort_values("rank")
-    parents = list(dict.fromkeys(p["a"].tolist() + p["b"].tolist()))
+    paired_order = list(dict.fromkeys(p["a"].tolist() + p["b"].tolist()))
+    whole = agents is not None and n_parents is not None and lam is not None
+    parents = qd_parents(agents, distance, seed, n_parents=n_parents, lam=lam) if whole else paired_order
+    paired = set(paired_order)
+    if not paired <= set(parents):
+        raise ValueError(f"pairs of population {seed} ({sorted(paired)}) are not among its QD parents "
+                         f"{parents} at λ = {lam}: the data and the config disagree")
     d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance").loc[parents, parents]
-    fig, ax = plt.subplots(figsize=(3.6, 3.0))
+    fig, ax = plt.subplots(figsize=(3.8, 3.2))
     sns.heatmap(d, ax=ax, cmap="viridis", vmin=0, vmax=1, square=True, annot=True, fmt=".2f",
                 annot_kws={"size": 6}, cbar_kws={"label": "disagreement rate"})
     for _, r in p.iterrows():
         i, j = parents.index(r["a"]), parents.index(r["b"])
         ax.text(j + 0.5, i + 0.85, f"#{int(r['rank']) + 1}", ha="center", va="center", color="w", fontsize=6)
-    ax.set(xlabel="parent", ylabel="parent")
-    ax.set_title(f"Complementary pairs, population {seed}\n#k: pair rank (1 = most distant)", fontsize=8, loc="left")
+    ax.set(xlabel="parent (selection order)", ylabel="parent (selection order)")
+    unpaired = [a for a in parents if a not in paired]
+    note = f"; in no pair: {', '.join(map(str, unpaired))}" if unpaired else ""
+    head = (f"Population {seed}: its {len(parents)} QD parents (λ = {lam:g}){note}" if whole
+            else f"Population {seed}: the QD parents in a pair")
+    ax.set_title(f"{head}\n#k: the k-th most distant of {len(p)} pairs", fontsize=8, loc="left")
     return fig
 
 
@@ -134,60 +170,80 @@ def tradeoff(selection: pd.DataFrame):
     return fig
 
 
-def panels(data: dict[str, pd.DataFrame]) -> list[tuple[str, str, object]]:
-    """``(name, caption, figure)`` for every Fig. 1 and S1 panel."""
-    seed = int(data["agents"]["seed"].min())
-    return [
-        ("fig1a_conformity_vs_fitness", "Conformity against verifier fitness for every synthetic agent",
-         conformity_vs_fitness(data["agents"])),
-        ("fig1b_behavioural_distance", "Behavioural distance matrix of one population, agents ordered by score",
-         distance_matrix(data["distance"], data["agents"], seed)),
-        ("fig1c_selection_score", "Mean selection score of the parents as λ varies: (a) QD and top-P; (b) QD − top-P per population, mean and 95% CI",
-         selection_vs_lambda(data["selection"], "mean_score", "mean score of parents")),
-        ("fig1d_selection_diversity", "Mean pairwise behavioural distance of the parents as λ varies: (a) QD and top-P; (b) QD − top-P per population, mean and 95% CI",
-         selection_vs_lambda(data["selection"], "mean_distance", "mean pairwise distance of parents")),
-        ("fig1e_complementary_pairs", "Complementary pairs among one population's QD parents, ranked by distance",
-         pairs_panel(data["pairs"], data["distance"], seed)),
-        ("S1a_consensus_vs_mean", "Consensus accuracy against mean agent fitness, one point per population",
-         consensus_vs_mean(data["agents"])),
-        ("S1b_quality_diversity_tradeoff", "Mean fitness against mean pairwise distance of the parents: QD at each λ (labelled), top-P",
-         tradeoff(data["selection"])),
-    ]
+def _first_seed(data) -> int:
+    return int(data["agents"]["seed"].min())
+
+
+def _pairs(data):
+    cfg = data["config"]
+    return pairs_panel(data["pairs"], data["distance"], _first_seed(data), data["agents"],
+                       n_parents=int(cfg["n_parents"]), lam=float(cfg["lam"]))
+
+
+_PAIRED = f"(b) QD − top-P on the same population, mean and {stats.SIGN_FLIP_CI} (band; none with n < 6)"
+PANELS = [
+    Panel("fig1a_conformity_vs_fitness", lambda d: conformity_vs_fitness(d["agents"]),
+          "Conformity against verifier fitness for every synthetic agent"),
+    Panel("fig1b_behavioural_distance", lambda d: distance_matrix(d["distance"], d["agents"], _first_seed(d)),
+          "Behavioural distance matrix of the first population, agents ordered by selection score (best first)"),
+    Panel("fig1c_selection_score",
+          lambda d: selection_vs_lambda(d["selection"], "mean_score", "mean score of parents"),
+          f"Mean selection score of the parents as λ varies: (a) QD and top-P, mean over populations and "
+          f"{stats.T_CI}; {_PAIRED}"),
+    Panel("fig1d_selection_diversity",
+          lambda d: selection_vs_lambda(d["selection"], "mean_distance", "mean pairwise distance of parents"),
+          f"Mean pairwise behavioural distance of the parents as λ varies: (a) QD and top-P, mean over "
+          f"populations and {stats.T_CI}; {_PAIRED}"),
+    Panel("fig1e_complementary_pairs", _pairs,
+          "All QD parents of the first population (at the config's λ) with their pairwise distances; the "
+          "complementary pairs numbered, most distant first"),
+    Panel("S1a_consensus_vs_mean", lambda d: consensus_vs_mean(d["agents"]),
+          "Consensus accuracy against mean agent fitness, one point per population"),
+    Panel("S1b_quality_diversity_tradeoff", lambda d: tradeoff(d["selection"]),
+          "Mean fitness against mean pairwise distance of the parents: QD at each λ (labelled), top-P"),
+]
 
 
 def draw_all(scale: str) -> list[str]:
     """Draw and save every Fig. 1 / S1 panel of ``scale`` from its data; return the panel names."""
-    use_style()
-    data = load_data(scale)
-    files = [str(data_dir(scale, EXPERIMENT) / f"{t}.csv") for t in TABLES]
-    names = []
-    for name, caption, fig in panels(data):
-        save_figure(fig, name, scale=scale, caption=caption, data=files,
-                    config=str(config_path(EXPERIMENT, scale)), notebook=NOTEBOOK)
-        plt.close(fig)
-        names.append(name)
-    return names
+    files = [repo_path(data_dir(scale, EXPERIMENT) / f"{t}.csv") for t in TABLES]
+    return save_panels(PANELS, load_data(scale), scale=scale, notebook=NOTEBOOK,
+                       sources={"rows": (files, config_path(EXPERIMENT, scale))})
 
 
 def stats_table(scale: str) -> pd.DataFrame:
     """Fig. 1c/d statistics: QD against top-P at every λ > 0, paired on the population (seed).
 
-    One row per (λ, metric): n populations, each rule's mean (QD with a 95 % bootstrap CI), the mean
-    QD − top-P difference with its 95 % bootstrap CI and its paired sign-flip permutation p-value.
+    One row per (λ, metric): n populations, each rule's mean (QD with its 95 % CI (t)), the mean
+    QD − top-P difference with its 95 % CI (sign-flip inversion) and the paired sign-flip p (text,
+    :func:`lib.analysis.stats.format_p`). A last row (S1a): the consensus's accuracy minus the mean
+    agent fitness, paired on the population, in the same columns (``qd_mean``: the consensus).
     """
-    sel = load_data(scale)["selection"]
+    data = load_data(scale)
+    sel = data["selection"]
     sel = sel[sel["lam"] > 0]  # λ = 0: identical sets by construction
     rows = []
     for metric, fig in (("mean_score", "fig1c"), ("mean_distance", "fig1d")):
         _, summ = stats.paired_differences(sel, group="method", reference="top_p", value=metric, by=["lam"])
         for r in summ.itertuples():
             part = sel[sel["lam"] == r.lam]
-            qd = stats.bootstrap_ci(part.loc[part["method"] == "qd", metric])
-            ok = r.n >= stats.MIN_CI_N
+            qd = part.loc[part["method"] == "qd", metric]
+            m, lo, hi = stats.t_ci(qd)
             rows.append({"figure": fig, "lam": r.lam, "metric": metric, "n": int(r.n),
-                         "qd_mean": qd[0], "qd_ci95": f"[{qd[1]:.3f}, {qd[2]:.3f}]" if ok else f"none (n = {r.n})",
+                         "qd_mean": m, f"qd {stats.T_CI}": stats.format_ci(lo, hi, int(qd.notna().sum())),
                          "top_p_mean": float(part.loc[part["method"] == "top_p", metric].mean()),
                          "effect (qd - top_p)": r.mean,
-                         "effect ci95": f"[{r.lo:.4f}, {r.hi:.4f}]" if ok else f"none (n = {r.n})",
-                         "p": r.p, "test": r.test})
+                         f"effect {stats.SIGN_FLIP_CI}": stats.format_ci(r.lo, r.hi, int(r.n)),
+                         "p": stats.format_p(r.p), "test": r.test})
+    per = data["agents"].groupby("seed").agg(fitness=("fitness", "mean"), consensus=("consensus_acc", "first"))
+    long = pd.concat([pd.DataFrame({"seed": per.index, "who": w, "value": per[c].to_numpy()})
+                      for w, c in (("consensus", "consensus"), ("agents", "fitness"))])
+    _, s1 = stats.paired_differences(long, group="who", reference="agents")
+    r = s1.iloc[0]
+    m, lo, hi = stats.t_ci(per["consensus"])
+    rows.append({"figure": "S1a", "lam": np.nan, "metric": "consensus_acc - mean fitness", "n": int(r.n),
+                 "qd_mean": m, f"qd {stats.T_CI}": stats.format_ci(lo, hi, len(per)),
+                 "top_p_mean": float(per["fitness"].mean()), "effect (qd - top_p)": r["mean"],
+                 f"effect {stats.SIGN_FLIP_CI}": stats.format_ci(r.lo, r.hi, int(r.n)),
+                 "p": stats.format_p(r.p), "test": r.test})
     return pd.DataFrame(rows)

@@ -1,23 +1,27 @@
 """Fig. 4 (program search) and its SI panels, drawn from data/<scale>/program_search/.
 
-Panels: fig4a held-out loss ratio per generation (mean and bootstrap CI across seeds), fig4b the
-final generation per method and seed, fig4c compiled / first-jet / gate-blind bracket error
-against the exact bracket, fig4d order accuracy of compiled vs gate-blind brackets; S4a mean
-proposed held-out ratio per generation, S4b proposal-distribution state (mean norm, std),
-S4c the execution budget per method.
+Panels: fig4a held-out loss ratio per generation (mean over seeds; band: 95 % CI (t) of the reference
+``corrected``) and each method minus ``corrected`` at the last generation (95 % CI (sign-flip
+inversion), paired p), fig4b the final generation per method and seed (mean, 95 % CI (t)), fig4c
+compiled / first-jet / gate-blind bracket error against the exact bracket, fig4d order accuracy of
+compiled vs gate-blind brackets (per-seed rates, mean and 95 % CI (t)); S4a mean proposed held-out
+ratio per generation, S4b proposal-distribution state (mean norm, std), S4c the execution budget
+per method. ``generic_first_jet`` and ``full_jacobian`` compute the same bracket as ``corrected``:
+their lines lie on it, so ``corrected`` is drawn wide underneath and they thin on top.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .style import line_kw, paired_difference_panel, palette, save_figure, use_style
-from ..core.paths import REPO_ROOT, config_path, data_dir
-from ..analysis.stats import MIN_CI_N, bootstrap_ci, compare_to, mean_ci_table, paired_differences
+from ..analysis.stats import (SIGN_FLIP_CI, T_CI, compare_to, format_ci, format_p, mean_ci_table,
+                              paired_differences, t_ci)
+from ..core.paths import config_path, data_dir
+from .style import (Panel, dots_with_mean, line_kw, mean_curve, paired_difference_panel, repo_path, save_panels,
+                    use_style)
 
 EXPERIMENT = "program_search"
 METHODS = ("corrected", "generic_first_jet", "full_jacobian", "gate_blind", "random_order",
@@ -49,13 +53,13 @@ def _methods(df):
 
 # ----------------------------------------------------------------------------- tables
 def final_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Final generation per method: held-out ratio mean [95% bootstrap CI] over seeds, train best,
+    """Final generation per method: held-out ratio mean and 95 % CI (t) over seeds, train best,
     mean proposed held-out ratio, best program depth."""
     last = rows[rows.generation == rows.generation.max()]
     out = []
     for m in _methods(last):
         g = last[last.method == m]
-        mean, lo, hi = bootstrap_ci(g.heldout_loss_ratio.to_numpy())
+        mean, lo, hi = t_ci(g.heldout_loss_ratio.to_numpy())
         out.append({"method": m, "n_seeds": len(g), "heldout_mean": mean, "heldout_lo": lo, "heldout_hi": hi,
                     "train_best": g.train_best_loss_ratio.mean(),
                     "proposed_heldout": g.mean_proposed_heldout_loss_ratio.mean(),
@@ -94,25 +98,55 @@ def paired_vs_corrected(rows: pd.DataFrame) -> pd.DataFrame:
     return compare_to(last, group="method", reference="corrected", pair_on="seed", value="heldout_loss_ratio")
 
 
+def order_accuracy_by_seed(diags: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Order accuracy (the bracket's sign predicts the faster operator order) on non-tie probes, per
+    seed first: ``(points, summary)``; ``points``: ``predictor, seed, depth, rate`` (per seed and
+    depth) plus ``depth = "all"`` rows (per seed over all depths); ``summary``: per predictor and depth,
+    ``n`` seeds, ``mean`` of the per-seed rates and its 95 % CI (t) ``lo, hi``."""
+    nt = diags[diags.non_tie == 1]
+    pts = []
+    for col, name in (("compiled_correct_actual_order", "compiled"), ("blind_correct_actual_order", "gate-blind")):
+        by_depth = nt.groupby(["seed", "depth"])[col].mean().rename("rate").reset_index()
+        overall = nt.groupby("seed")[col].mean().rename("rate").reset_index().assign(depth="all")
+        pts.append(pd.concat([by_depth, overall], ignore_index=True).assign(predictor=name))
+    pts = pd.concat(pts, ignore_index=True)[["predictor", "seed", "depth", "rate"]]
+    pts["depth"] = pts["depth"].astype(str)
+    summ = mean_ci_table(pts, ["predictor", "depth"], "rate")
+    return pts, summ
+
+
 # ----------------------------------------------------------------------------- panels
-def _band(ax, t: pd.DataFrame, x: str, methods, band: bool = True):
-    """One line per method in its fixed style (mean over seeds); band: 95 % CI when n ≥ 3."""
+EQUIVALENT = ("generic_first_jet", "full_jacobian")  # the same bracket as corrected, computed another way
+
+
+def _lines(ax, t: pd.DataFrame, x: str, methods, band_for=()):
+    """One line per method in its fixed style (mean over seeds). ``corrected`` is drawn wide and pale
+    underneath, so the equivalent methods, whose lines coincide with it, stay visible on top; a 95 %
+    CI (t) band for the methods in ``band_for``."""
     for m in methods:
-        g = t[t.method == m].sort_values(x)
-        ax.plot(g[x], g["mean"], **line_kw(m, ms=3.5, lw=1.2))
-        if band and (g["n"] >= MIN_CI_N).all():
-            ax.fill_between(g[x], g["lo"], g["hi"], color=line_kw(m)["color"], alpha=.12, lw=0)
+        g = t[t.method == m]
+        extra = {"lw": 4.0, "alpha": 0.45, "ms": 7, "zorder": 2} if m == "corrected" else {"lw": 1.2, "zorder": 3}
+        if m in EQUIVALENT:
+            extra["label"] = f"{m} (= corrected)"
+        mean_curve(ax, g, x, m, band=m in band_for, band_alpha=0.15, **extra)
+
+
+def _span(t: pd.DataFrame) -> str:
+    return f"{t['mean'].min():.3f}–{t['mean'].max():.3f}"
 
 
 def _curves_and_paired(rows: pd.DataFrame, column: str, ylabel: str, short: str, what: str):
-    """(a) mean over seeds of ``column`` per generation, one line per method; (b) at the last
-    generation, each method minus ``corrected`` on the same seed (dots), mean difference, 95 % CI, p."""
+    """(a) mean over seeds of ``column`` per generation, one line per method, with the 95 % CI (t)
+    band of ``corrected`` (the reference) and the span of the means in the title; (b) at the last
+    generation, each method minus ``corrected`` on the same seed (dots), mean difference, 95 % CI
+    (sign-flip inversion), paired p."""
     methods = _methods(rows)
     t = mean_ci_table(rows, ["method", "generation"], column)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.9), gridspec_kw={"width_ratios": [1, 1.1]})
-    _band(a1, t, "generation", methods, band=False)
+    _lines(a1, t, "generation", methods, band_for=("corrected",))
     a1.set(xlabel="generation", ylabel=ylabel, xticks=sorted(rows.generation.unique()))
-    a1.set_title(f"(a) {what}, mean over {rows.seed.nunique()} seeds", fontsize=8, loc="left", pad=16)
+    a1.set_title(f"(a) {what}, mean over {rows.seed.nunique()} seeds;\nband: corrected, {T_CI}; "
+                 f"the means span only {_span(t)}", fontsize=7.5, loc="left", pad=16)
     last = rows[rows.generation == rows.generation.max()]
     pts, summ = paired_differences(last, group="method", reference="corrected", value=column)
     paired_difference_panel(a2, pts, summ, group="method", order=methods, reference="corrected",
@@ -125,32 +159,25 @@ def _curves_and_paired(rows: pd.DataFrame, column: str, ylabel: str, short: str,
 
 def heldout_by_generation(rows: pd.DataFrame):
     """fig4a: held-out loss ratio of the best-so-far program. (a) per generation, mean over seeds;
-    (b) last generation, each method minus ``corrected`` per seed, mean difference, 95 % CI, paired p."""
+    (b) last generation, each method minus ``corrected`` per seed, mean difference, 95 % CI
+    (sign-flip inversion), paired p."""
     use_style()
     return _curves_and_paired(rows, "heldout_loss_ratio", "held-out loss ratio L(z)/L(x)",
                               "held-out ratio", "best program on held-out states")
 
 
 def final_by_seed(rows: pd.DataFrame):
-    """fig4b: final-generation held-out ratio per method: one dot per seed, mean and 95% CI."""
+    """fig4b: final-generation held-out ratio per method: one dot per seed, mean and 95 % CI (t)."""
     use_style()
     last = rows[rows.generation == rows.generation.max()]
     methods = _methods(last)
-    pal = palette(methods)
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     for i, m in enumerate(methods):
-        st = line_kw(m)
         v = last[last.method == m].heldout_loss_ratio.to_numpy()
-        jitter = np.linspace(-.15, .15, len(v)) if len(v) > 1 else np.zeros(1)
-        ax.scatter(i + jitter, v, s=10, color=pal[m], marker=st["marker"], alpha=.6)
-        mean, lo, hi = bootstrap_ci(v)
-        ci = len(v) >= MIN_CI_N
-        ax.errorbar(i + .3, mean, yerr=[[mean - lo], [hi - mean]] if ci else None, fmt="D", ms=4, color=pal[m],
-                    capsize=2, label=("mean, 95 % CI" if ci else "mean (n < 3: no CI)") if i == 0 else None)
+        dots_with_mean(ax, i, v, m, *t_ci(v))
     ax.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("final held-out loss ratio")
-    ax.set_title(f"dots: seeds (n = {last.seed.nunique()})", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_title(f"dots: seeds (n = {last.seed.nunique()}); marker: mean, {T_CI}", fontsize=8)
     return fig
 
 
@@ -173,22 +200,26 @@ def bracket_errors(diags: pd.DataFrame):
 
 def order_accuracy(diags: pd.DataFrame):
     """fig4d: fraction of non-tie probes whose actual faster order the bracket sign predicts,
-    compiled vs gate-blind, by program depth (mean ± 95% CI over probes)."""
+    compiled vs gate-blind, by program depth: per seed first, then the mean of the per-seed rates
+    and its 95 % CI (t) over seeds."""
     use_style()
-    nt = diags[diags.non_tie == 1]
+    pts, summ = order_accuracy_by_seed(diags)
     fig, ax = plt.subplots(figsize=(4.2, 3.2))
-    depths = sorted(nt.depth.unique())
-    for k, (col, name, c) in enumerate((("compiled_correct_actual_order", "compiled", "corrected"),
-                                        ("blind_correct_actual_order", "gate-blind", "gate_blind"))):
-        stats = [bootstrap_ci(nt[nt.depth == d][col].to_numpy()) for d in depths]
-        m = np.array([s[0] for s in stats])
-        err = np.array([[s[0] - s[1], s[2] - s[0]] for s in stats]).T
-        kw = line_kw(c)
+    depths = sorted(int(d) for d in set(pts["depth"]) if d != "all")
+    for k, (name, look) in enumerate((("compiled", "corrected"), ("gate-blind", "gate_blind"))):
+        s = summ[summ.predictor == name].set_index("depth")
+        m = np.array([s.loc[str(d), "mean"] for d in depths])
+        err = np.array([[s.loc[str(d), "mean"] - s.loc[str(d), "lo"], s.loc[str(d), "hi"] - s.loc[str(d), "mean"]]
+                        for d in depths]).T
+        kw = line_kw(look)
+        allr = s.loc["all"]
         ax.errorbar(np.array(depths) + (k - .5) * .15, m, yerr=err, ms=4, capsize=2, color=kw["color"],
-                    marker=kw["marker"], ls="-", label=f"{name} ({nt[col].mean():.3f} overall)")
+                    marker=kw["marker"], ls="-", label=f"{name} ({allr['mean']:.3f} over all depths)")
     ax.axhline(.5, color="k", lw=.6, ls=":", label="chance (0.5)")
     ax.set(xlabel="program depth", ylabel="order accuracy (non-tie probes)", xticks=depths, ylim=(0, 1.05))
-    ax.set_title(f"mean and 95 % bootstrap CI over the probes of each depth ({len(nt)} non-tie probes)", fontsize=7)
+    n = int(summ["n"].max())
+    ax.set_title(f"per-seed rates: mean and {T_CI} over {n} seeds\n"
+                 f"({int(diags.non_tie.sum())} non-tie probes)", fontsize=7)
     ax.legend(fontsize=6.5, loc="lower left")
     return fig
 
@@ -196,22 +227,25 @@ def order_accuracy(diags: pd.DataFrame):
 def proposals_by_generation(rows: pd.DataFrame):
     """S4a: mean held-out loss ratio of all proposals of each generation (what the proposer
     learns). (a) per generation, mean over seeds; (b) last generation, each method minus
-    ``corrected`` per seed, mean difference, 95 % CI, paired p."""
+    ``corrected`` per seed, mean difference, 95 % CI (sign-flip inversion), paired p."""
     use_style()
     return _curves_and_paired(rows, "mean_proposed_heldout_loss_ratio", "mean proposed held-out loss ratio",
                               "proposed held-out ratio", "all proposals of a generation")
 
 
 def proposal_state(rows: pd.DataFrame):
-    """S4b: the proposal distribution after each generation: |mean| and mean std (frozen_proposer
-    stays at its start; no_feedback moves like the learners but from random candidates)."""
+    """S4b: the proposal distribution after each generation: (a) |mean| and (b) mean std, mean over
+    seeds (frozen_proposer stays at its start; no_feedback moves like the learners but from random
+    candidates)."""
     use_style()
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.5))
-    for ax, col, lab in ((axes[0], "proposal_mean_change_norm", "‖proposal mean‖"),
-                         (axes[1], "proposal_std_mean", "mean proposal std")):
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.7))
+    for ax, col, lab, letter in ((axes[0], "proposal_mean_change_norm", "‖proposal mean‖", "a"),
+                                 (axes[1], "proposal_std_mean", "mean proposal std", "b")):
         t = mean_ci_table(rows, ["method", "generation"], col)
-        _band(ax, t, "generation", _methods(rows), band=False)
+        _lines(ax, t, "generation", _methods(rows))
         ax.set(xlabel="generation", ylabel=lab, xticks=sorted(rows.generation.unique()))
+        ax.set_title(f"({letter}) {lab} after each generation", fontsize=8, loc="left")
+    fig.suptitle(f"Proposal distribution per generation, mean over {rows.seed.nunique()} seeds", fontsize=9)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
@@ -235,60 +269,72 @@ def budget(costs: pd.DataFrame):
         ax.bar(x + (k - (len(cols) - 1) / 2) * w, t[col], w, color=fc, edgecolor="0.2", lw=.5, hatch=hatch, label=label)
     ax.set_xticks(x, t.index, rotation=35, ha="right", fontsize=7)
     ax.set(xlabel="", ylabel="count per seed (mean over seeds)")
+    ax.set_title(f"Execution budget per method: mean over {costs.seed.nunique()} seeds",
+                 fontsize=9, loc="left")
     ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
+def _range_note(column: str):
+    def caption(data: dict) -> str:
+        t = mean_ci_table(data["rows"], ["method", "generation"], column)
+        return f"(a)'s y-axis spans only the means' range, {_span(t)}."
+    return caption
+
+
+_B = f"mean difference, {SIGN_FLIP_CI}, paired sign-flip p"
 PANELS = [
-    ("fig4a_program_heldout", heldout_by_generation, "rows",
-     "Held-out loss ratio of the best program: (a) per generation, mean over seeds; (b) last generation, "
-     "each method minus corrected on the same seed, mean difference, 95% bootstrap CI, paired p."),
-    ("fig4b_program_final", final_by_seed, "rows",
-     "Final-generation held-out loss ratio per method: seeds (dots), mean and 95% bootstrap CI."),
-    ("fig4c_program_bracket_error", bracket_errors, "diagnostics",
-     "Compiled, first-jet and gate-blind bracket error against the exact (full-Jacobian) bracket."),
-    ("fig4d_program_order_accuracy", order_accuracy, "diagnostics",
-     "Order accuracy of the compiled vs gate-blind bracket on non-tie probes, by program depth."),
-    ("S4a_program_proposals", proposals_by_generation, "rows",
-     "Mean held-out loss ratio of each generation's proposals: (a) per generation; (b) last generation, "
-     "each method minus corrected per seed, mean difference, 95% CI, paired p."),
-    ("S4b_program_proposal_state", proposal_state, "rows",
-     "Proposal distribution per generation: norm of the mean and mean std (frozen_proposer fixed)."),
-    ("S4c_program_budget", budget, "costs",
-     "Executions per seed and method: training, held-out, bracket predictions, diagnostics."),
+    Panel("fig4a_program_heldout", lambda d: heldout_by_generation(d["rows"]),
+          lambda d: ("Held-out loss ratio of the best program: (a) per generation, mean over seeds, the reference "
+                     f"corrected with its {T_CI} band (generic_first_jet and full_jacobian lie on it); (b) last "
+                     f"generation, each method minus corrected on the same seed, {_B}. "
+                     + _range_note("heldout_loss_ratio")(d))),
+    Panel("fig4b_program_final", lambda d: final_by_seed(d["rows"]),
+          f"Final-generation held-out loss ratio per method: seeds (dots), mean and {T_CI}."),
+    Panel("fig4c_program_bracket_error", lambda d: bracket_errors(d["diagnostics"]),
+          "Compiled, first-jet and gate-blind bracket error against the exact (full-Jacobian) bracket.",
+          source="diagnostics"),
+    Panel("fig4d_program_order_accuracy", lambda d: order_accuracy(d["diagnostics"]),
+          f"Order accuracy of the compiled vs gate-blind bracket on non-tie probes, by program depth: "
+          f"mean of the per-seed rates, {T_CI}.", source="diagnostics"),
+    Panel("S4a_program_proposals", lambda d: proposals_by_generation(d["rows"]),
+          lambda d: ("Mean held-out loss ratio of each generation's proposals: (a) per generation, mean over seeds, "
+                     f"corrected with its {T_CI} band; (b) last generation, each method minus corrected per seed, "
+                     f"{_B}. " + _range_note("mean_proposed_heldout_loss_ratio")(d))),
+    Panel("S4b_program_proposal_state", lambda d: proposal_state(d["rows"]),
+          "Proposal distribution per generation, mean over seeds: (a) norm of the mean, (b) mean std "
+          "(frozen_proposer fixed)."),
+    Panel("S4c_program_budget", lambda d: budget(d["costs"]),
+          "Executions per seed and method: training, held-out, bracket predictions, diagnostics.", source="costs"),
 ]
 
 
 def draw_all(scale: str) -> list[str]:
     """Draw and save every Fig. 4 and S4 panel of ``scale``; returns the panel names."""
     d = load_data(scale)
-    rel = [str(Path(p).resolve().relative_to(REPO_ROOT)) for p in d["files"]]
-    by_key = {"rows": rel[0], "diagnostics": rel[1], "costs": rel[2]}
-    cfg = str(config_path(EXPERIMENT, scale).relative_to(REPO_ROOT))
-    names = []
-    for name, draw, key, caption in PANELS:
-        fig = draw(d[key])
-        save_figure(fig, name, scale=scale, caption=caption, data=[by_key[key]], config=cfg, notebook=NOTEBOOK)
-        plt.close(fig)
-        names.append(name)
-    return names
+    cfg = config_path(EXPERIMENT, scale)
+    sources = {k: ([repo_path(data_dir(scale, EXPERIMENT) / FILES[k])], cfg) for k in ("rows", "diagnostics", "costs")}
+    return save_panels(PANELS, d, scale=scale, sources=sources, notebook=NOTEBOOK)
 
 
 def stats_table(scale: str) -> pd.DataFrame:
-    """Fig. 4a/4b statistics: final held-out loss ratio of every method against ``corrected``, paired
-    on seed: n, the method's mean and 95 % bootstrap CI over seeds, the mean difference method −
-    corrected (> 0: worse) with its 95 % bootstrap CI, and the sign-flip permutation p-value."""
+    """Fig. 4a/4b and S4a statistics at the last generation: every method against ``corrected``,
+    paired on seed, for the best program's held-out loss ratio (4a/4b) and the mean proposed one
+    (S4a): n, the method's mean and 95 % CI (t) over seeds, the mean difference method − corrected
+    (> 0: worse) with its 95 % CI (sign-flip inversion), and the sign-flip p (text)."""
     rows = load_data(scale)["rows"]
     last = rows[rows.generation == rows.generation.max()]
-    cis = {m: bootstrap_ci(g["heldout_loss_ratio"]) for m, g in last.groupby("method")}
-    _, t = paired_differences(last, group="method", reference="corrected", value="heldout_loss_ratio")
     order = {m: i for i, m in enumerate(METHODS)}
-    t = t.sort_values("method", key=lambda c: c.map(order)).reset_index(drop=True)
-    ok = t["n"] >= MIN_CI_N
-    return pd.DataFrame({
-        "figure": "fig4a/4b", "method": t["method"], "reference": "corrected", "n": t["n"],
-        "mean": t["method"].map(lambda m: cis[m][0]),
-        "ci95": [f"[{cis[m][1]:.4f}, {cis[m][2]:.4f}]" if k else f"none (n = {n})" for m, k, n in zip(t["method"], ok, t["n"])],
-        "effect (method - corrected)": t["mean"],
-        "effect ci95": [f"[{lo:.4f}, {hi:.4f}]" if k else f"none (n = {n})" for lo, hi, k, n in zip(t["lo"], t["hi"], ok, t["n"])],
-        "p": t["p"], "test": t["test"]})
+    out = []
+    for fig, column in (("fig4a/4b", "heldout_loss_ratio"), ("S4a", "mean_proposed_heldout_loss_ratio")):
+        cis = {m: (*t_ci(g[column]), int(g[column].notna().sum())) for m, g in last.groupby("method")}
+        _, t = paired_differences(last, group="method", reference="corrected", value=column)
+        t = t.sort_values("method", key=lambda c: c.map(order)).reset_index(drop=True)
+        out.append(pd.DataFrame({
+            "figure": fig, "metric": column, "method": t["method"], "reference": "corrected", "n": t["n"],
+            "mean": [cis[m][0] for m in t["method"]],
+            T_CI: [format_ci(*cis[m][1:]) for m in t["method"]],
+            "effect (method - corrected)": t["mean"],
+            f"effect {SIGN_FLIP_CI}": [format_ci(lo, hi, n) for lo, hi, n in zip(t["lo"], t["hi"], t["n"])],
+            "p": t["p"].map(format_p), "test": t["test"]}))
+    return pd.concat(out, ignore_index=True)

@@ -1,22 +1,30 @@
 """Fig. 3 (the society at LLM scale) and its SI panels, drawn from the tidy society rows.
 
 Rows (``lib.llm.society.COLUMNS``): one per (arm, seed, generation, agent, metric). The population's
-accuracy at a generation is the mean over its agents; bands are bootstrap 95 % CIs over seeds.
+accuracy at a generation is the mean over its agents; seeds are the unit of replication: bands and
+error bars of a mean over seeds are its 95 % CI (t), those of a paired difference arm − reference on
+the same seeds its 95 % CI (sign-flip inversion) (unbounded, so not drawn, with fewer than 6 seeds).
+Baseline arms (``baseline_…``: one model, no generations) are left out of every trajectory. The
+operators' diagnostics (S3c–S3g) live in :mod:`lib.plots.society_diagnostics`; their panels follow
+this module's in :data:`PANELS`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
-from .style import arm_style, line_kw, paired_difference_panel, save_figure, use_style
+from ..analysis.diagnostics import arms_in, is_baseline, population_metric
+from ..analysis.stats import SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences, t_ci
+from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
-from ..analysis.stats import MIN_CI_N, mean_ci_table, paired_differences
+from . import society_diagnostics
+from .style import (Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path, save_panels,
+                    use_style)
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
@@ -30,8 +38,10 @@ def _shards(folder: Path) -> list[Path]:
 
 
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "sweep", "sweep_files"}`` from ``data/<scale>/society[_elitism|_g_sweep]/``
-    (``rows``: the main run and the elitism comparison's runs; ``sweep``: the grounding-knob sweep).
+    """``{"rows", "files", "sweep", "sweep_files", "families", "configs", "sweep_configs"}`` from
+    ``data/<scale>/society[_elitism|_g_sweep]/`` (``rows``: the main run and the elitism comparison's
+    runs; ``sweep``: the grounding-knob sweep; ``families``: the config's task families, in its
+    order; ``configs``: the configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
 
     Raises ``FileNotFoundError`` naming the folder and the command that fills it.
     """
@@ -40,15 +50,21 @@ def load_data(scale: str) -> dict:
     if not files:
         raise FileNotFoundError(f"no society rows in {folder}: run "
                                 f"`python -m lib.experiment configs/society/{scale}.yaml`")
-    files += _shards(data_dir(scale, ELITISM))  # its <arm>@e1 runs pair with the main run's arms
+    elite = _shards(data_dir(scale, ELITISM))  # its <arm>@e1 runs pair with the main run's arms
+    files += elite
     rows = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    configs = [config_path(EXPERIMENT, scale)] + ([config_path(ELITISM, scale)] if elite else [])
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
     sweep = pd.concat([pd.read_csv(f) for f in sfiles], ignore_index=True) if sfiles else None
+    sweep_configs = [config_path(SWEEP, scale)]
     if sweep is not None:
         sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
         sfiles = list(sfiles) + borrowed
-    return {"rows": rows, "files": [str(f) for f in files], "sweep": sweep, "sweep_files": [str(f) for f in sfiles]}
+        sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
+    families = list(load_yaml(config_path(EXPERIMENT, scale))["families"])
+    return {"rows": rows, "files": [str(f) for f in files], "sweep": sweep, "sweep_files": [str(f) for f in sfiles],
+            "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}
 
 
 def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
@@ -57,10 +73,10 @@ def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
     ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.methods.operators.arm_settings).
 
     ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
-    on its own random stream, so its pairing with the sweep's runs is by seed only.
+    on its own random stream, so its pairing with the sweep's runs is by seed only. Borrowed rows keep
+    the main run's ``experiment``, so a figure can say which points are borrowed.
     configs/society_g_sweep/ relies on this instead of running these points twice.
     """
-    from ..core.config import load_yaml
     from ..methods.operators import arm_settings
     g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
     have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
@@ -73,19 +89,10 @@ def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
         main = rows[(rows["arm"] == arm) & rows["seed"].isin(seeds)]
         if main.empty:
             continue
-        parts.append(main.assign(arm=f"{REFERENCE}@g{st['g']:g}", experiment=sweep["experiment"].iloc[0]))
+        parts.append(main.assign(arm=f"{REFERENCE}@g{st['g']:g}"))  # keeps experiment = the main run's
         borrowed += [str(folder / f"{arm}_s{sd}.csv") for sd in sorted(set(main["seed"]))]
         have.add(st["g"])
     return pd.concat(parts, ignore_index=True), borrowed
-
-
-def arms_in(df: pd.DataFrame) -> list[str]:
-    """The arms present, in :data:`ARM_ORDER`; a variant ``<arm>@<tag>`` right after its base arm."""
-    present = list(dict.fromkeys(df["arm"]))
-    bases = list(dict.fromkeys(a.split("@", 1)[0] for a in present))
-    bases = [b for b in ARM_ORDER if b in bases] + [b for b in bases if b not in ARM_ORDER]
-    return [a for b in bases for a in ([b] if b in present else []) + sorted(
-        x for x in present if x.split("@", 1)[0] == b and x != b)]
 
 
 PARENT_CODE_BASE = 100  # a "parents" row's value is a * 100 + b (lib.llm.society writes it)
@@ -116,12 +123,6 @@ def parents_wide(df: pd.DataFrame) -> pd.DataFrame:
     t = parents_table(df)
     t["parents"] = [str(a) if c else f"{a}+{b}" for a, b, c in zip(t["parent_a"], t["parent_b"], t["copy"])]
     return t.pivot_table(index=["arm", "seed", "generation"], columns="agent", values="parents", aggfunc="first")
-
-
-def population_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Per (arm, seed, generation): the mean over agents of ``metric`` (column ``value``)."""
-    d = df[df["metric"] == metric]
-    return d.groupby(["arm", "seed", "generation"], as_index=False)["value"].mean()
 
 
 def selected_conformity(df: pd.DataFrame) -> pd.DataFrame:
@@ -171,16 +172,18 @@ def paired_vs_reference(last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     return pd.concat(pts, ignore_index=True), pd.concat(summ, ignore_index=True)
 
 
+def trajectory_arms(df: pd.DataFrame) -> list[str]:
+    """The arms with generations, in :func:`lib.analysis.diagnostics.arms_in` order (no baselines)."""
+    return [a for a in arms_in(df) if not is_baseline(a)]
+
+
 def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
-    """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI, n ≥ 3)."""
+    """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t))."""
     t = mean_ci_table(d, ["arm", "generation"])
     for a in arms:
         x = t[t["arm"] == a]
-        if x.empty:
-            continue
-        ax.plot(x["generation"], x["mean"], **line_kw(a, ms=3.5, lw=1.3))
-        if band and (x["n"] >= MIN_CI_N).all():
-            ax.fill_between(x["generation"], x["lo"], x["hi"], color=arm_style(a)["color"], alpha=0.12, lw=0)
+        if len(x):
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12)
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
@@ -193,34 +196,103 @@ def _n_seeds(d: pd.DataFrame) -> str:
     return (f"n = {n[0]} seed" + ("s" if n[0] != 1 else "")) if len(n) == 1 else f"n = {n[0]}–{n[-1]} seeds"
 
 
+def _seeds_text(seeds) -> str:
+    seeds = sorted(int(s) for s in seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + ", ".join(map(str, seeds))
+
+
+def _legend_right(ax, **kw) -> None:
+    ax.legend(fontsize=kw.pop("fontsize", 6.5), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+
+
+def _metric_table(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    d = selected_conformity(df) if metric == "selected_conformity" else population_metric(df, metric)
+    return d[~d["arm"].map(is_baseline)]
+
+
 def draw_metric(df: pd.DataFrame, metric: str, *, ylabel: str, title: str = "", band: bool = True):
     """One panel: the population mean of ``metric`` per generation, one line per arm (mean over
-    seeds; band: bootstrap 95 % CI over seeds when every point has ≥ 3 seeds)."""
+    seeds; band: 95 % CI (t) over seeds), the legend outside the axes."""
     use_style()
-    fig, ax = plt.subplots(figsize=(4.2, 3.2))
-    d = selected_conformity(df) if metric == "selected_conformity" else population_metric(df, metric)
-    _curves(ax, d, arms_in(df), ylabel, title or _n_seeds(d), band=band)
-    ax.legend(fontsize=7, frameon=False)
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    d = _metric_table(df, metric)
+    _curves(ax, d, trajectory_arms(d), ylabel, title or f"{_n_seeds(d)}; band: {T_CI}", band=band)
+    _legend_right(ax, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: str):
+    """Small multiples: one sub-panel per arm, its population mean of ``metric`` per generation (mean
+    over seeds, band: 95 % CI (t)) against its reference (:func:`arm_reference`; ``full`` for a plain
+    arm) on the *same seeds* in grey; ``full``'s own sub-panel comes first. Shared y-axis."""
+    use_style()
+    d = _metric_table(df, metric)
+    arms = trajectory_arms(d)
+    ncol = min(4, len(arms))
+    nrow = int(np.ceil(len(arms) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.35 * ncol, 2.1 * nrow + 0.5), sharey=True, sharex=True,
+                             squeeze=False)
+    for ax, a in zip(axes.flat, arms):
+        mine = d[d["arm"] == a]
+        seeds = set(mine["seed"])
+        ref = arm_reference(a, arms)
+        if ref is not None and ref in arms:
+            r = mean_ci_table(d[(d["arm"] == ref) & d["seed"].isin(seeds)], ["generation"])
+            ax.plot(r["generation"], r["mean"], color="0.6", lw=1.6, zorder=1, label=f"{ref}, same seeds")
+        mean_curve(ax, mean_ci_table(mine, ["generation"]), "generation", a, band_alpha=0.2, ms=3)
+        ax.set_title(f"{a} (n = {len(seeds)})", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=7)
+        if ref is not None:
+            ax.legend(handles=[Line2D([], [], color="0.6", lw=1.6, label=f"{ref}, same seeds")], fontsize=6,
+                      loc="best")
+    for k, ax in enumerate(axes.flat):
+        if k >= len(arms):
+            ax.set_axis_off()
+        elif k + ncol >= len(arms):  # nothing below it: it carries its own generation ticks
+            ax.tick_params(labelbottom=True)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel, fontsize=8)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("generation", fontsize=8)
+    fig.suptitle(f"{what}: mean over seeds per arm, band: {T_CI}; grey: the arm's reference on its seeds",
+                 fontsize=8.5)
     fig.tight_layout()
     return fig
 
 
 def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     """Two panels. Left: the population mean of ``metric`` per generation, one line per arm (mean
-    over seeds). Right: at the last generation, each arm minus ``full`` on the same seed (dots), the
-    mean difference with its bootstrap 95 % CI and the paired permutation p."""
+    over seeds); an arm run on fewer seeds than its reference (the elitism variants ``<arm>@e1``) is
+    shown beside that reference on the same seeds (thin line). Right: at the last generation, each
+    arm minus its reference (:func:`arm_reference`) on the same seed (dots), the mean difference with
+    its 95 % CI (sign-flip inversion) and the paired sign-flip p; each column names its reference."""
     use_style()
     d = population_metric(df, metric)
-    arms = arms_in(df)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.6, 3.3), gridspec_kw={"width_ratios": [1.05, 1]})
-    _curves(a1, d, arms, ylabel, f"(a) mean over seeds, {_n_seeds(d)}")
-    a1.legend(fontsize=6.5, frameon=False)
+    d = d[~d["arm"].map(is_baseline)]
+    arms = trajectory_arms(d)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
+    _curves(a1, d, arms, ylabel)
+    seeds_of = d.groupby("arm")["seed"].apply(set)
+    for a in arms:  # a reference drawn again on the seeds of a variant that has fewer
+        ref = arm_reference(a, arms)
+        if ref is None or ref not in seeds_of or seeds_of[a] >= seeds_of[ref]:
+            continue
+        r = d[(d["arm"] == ref) & d["seed"].isin(seeds_of[a])].groupby("generation")["value"].mean()
+        a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=0.9, ls=":", zorder=1,
+                label=f"{ref}, {_seeds_text(seeds_of[a])} (as {a})")
+    a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}\ndotted: a reference on its variant's seeds",
+                 fontsize=7, loc="left", pad=16)
+    a1.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     last = last_generation_table(df, metric)
+    last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
     if len(summ):
-        refs = sorted(set(summ["reference"]))
-        paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms if a in set(summ["arm"])],
-                                reference=" / ".join(refs), ylabel=f"{ylabel} at the last generation")
+        paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms_in(last) if a in set(summ["arm"])],
+                                ylabel=f"{ylabel} at the last generation")
         a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=16)
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
@@ -229,14 +301,17 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     return fig
 
 
-def draw_families(df: pd.DataFrame):
-    """Test accuracy per task family (one sub-panel each), one line per arm (mean over seeds)."""
+def draw_families(df: pd.DataFrame, families=None):
+    """Test accuracy per task family (one sub-panel each, in the order of ``families``, the config's;
+    default: the order the rows name them), one line per arm (mean over seeds)."""
     use_style()
-    fams = [m[5:] for m in dict.fromkeys(df["metric"]) if m.startswith("test_") and m != "test_overall"]
-    fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams), 2.9), sharey=True, squeeze=False)
+    fams = list(families) if families is not None else [
+        m[5:] for m in dict.fromkeys(df["metric"]) if m.startswith("test_") and m != "test_overall"]
+    arms = trajectory_arms(df)
+    fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams) + 1.2, 2.9), sharey=True, squeeze=False)
     for ax, f in zip(axes[0], fams):
-        _curves(ax, population_metric(df, f"test_{f}"), arms_in(df), "test accuracy", f)
-    axes[0][-1].legend(fontsize=6.5, frameon=False)
+        _curves(ax, population_metric(df, f"test_{f}"), arms, "test accuracy", f)
+    _legend_right(axes[0][-1])
     fig.tight_layout()
     return fig
 
@@ -279,7 +354,7 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
     dotted: a retrained copy of one). Coloured: the ancestry of the last generation's top-scoring
     agent (thin) and its line of best ancestors (:func:`top_chain`, thick)."""
     use_style()
-    arms = arms_in(df)
+    arms = trajectory_arms(df)
     arm = arm or (REFERENCE if REFERENCE in arms else arms[0])
     d = df[df["arm"] == arm]
     seed = int(d["seed"].min()) if seed is None else int(seed)
@@ -305,7 +380,6 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
                edgecolor="0.45", lw=0.8, zorder=3)
     ax.scatter(agents.loc[sel, "generation"], agents.loc[sel, "agent"], s=22, color="black", zorder=3)
     ax.scatter([last_t], [top["agent"]], s=110, marker="*", color=st["color"], edgecolor="black", lw=0.6, zorder=4)
-    from matplotlib.lines import Line2D
     handles = [
         Line2D([], [], ls="", marker="o", mfc="black", mec="black", ms=4.5, label="selected as parent"),
         Line2D([], [], ls="", marker="o", mfc="white", mec="0.45", ms=4.5, label="not selected"),
@@ -326,109 +400,98 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
 
 
 def draw_g_sweep(sweep: pd.DataFrame):
-    """S3b: last-generation test accuracy of the ``full`` arm against the grounding knob g: one dot
-    per seed, the mean over seeds, and its bootstrap 95 % CI only where there are ≥ 3 seeds."""
+    """S3b: the grounding-knob sweep: last-generation test accuracy of the ``full`` arm against g: one
+    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t). Knob values the sweep
+    does not run come from the main run on the same seeds (:func:`load_data`: g = the config's g is
+    its ``full`` arm, g = 0 its ``no_grounding`` arm), as the title says."""
     use_style()
     d = last_generation_table(sweep)
     d["g"] = d["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float)
     t = mean_ci_table(d, ["g"])
     st = arm_style(REFERENCE)
-    fig, ax = plt.subplots(figsize=(3.8, 3.0))
+    fig, ax = plt.subplots(figsize=(4.0, 3.3))
     for sd, part in d.groupby("seed"):
         part = part.sort_values("g")
         ax.plot(part["g"], part["value"], color=st["color"], lw=0.6, alpha=0.35, zorder=1)
         ax.scatter(part["g"], part["value"], s=12, color=st["color"], alpha=0.5, lw=0, zorder=2)
-    ci = (t["n"] >= MIN_CI_N).all()
-    ax.errorbar(t["g"], t["mean"], yerr=[t["mean"] - t["lo"], t["hi"] - t["mean"]] if ci else None,
-                marker="D", ms=5, capsize=3, color="black", lw=1.2, zorder=3,
-                label="mean, 95 % CI" if ci else "mean over seeds")
+    ci = np.isfinite(t["lo"]).all()
+    ax.plot(t["g"], t["mean"], marker="D", ms=5, color="black", lw=1.2, zorder=3,
+            label=f"mean, {T_CI}" if ci else "mean over seeds")
+    for r in t.itertuples():
+        interval_bar(ax, r.g, r.lo, r.hi, "black")
     n = sorted(set(t["n"]))
+    borrowed = sorted(set(sweep.loc[sweep["experiment"] != SWEEP, "arm"])) if "experiment" in sweep else []
     ax.set_xlabel("grounding knob g (0: conformity only, 1: verifier only)")
     ax.set_ylabel("test accuracy, last generation")
-    ax.set_title(f"full arm; dots/lines: seeds (n = {'–'.join(map(str, n))})"
-                 + ("" if ci else "; no CI with n < 3"), fontsize=8)
+    run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
+    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seeds)\n"
+                 f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
+                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
+                 fontsize=7.5)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
-@dataclass(frozen=True)
-class Panel:
-    """One saved Fig. 3 / S3 panel. ``draw(data)`` gets :func:`load_data`'s dict and returns a figure,
-    or ``None`` when its data is absent (the panel is then skipped). ``source`` names the data it is
-    drawn from: ``"rows"`` (``data/<scale>/society/``) or ``"sweep"`` (``.../society_g_sweep/``)."""
-    name: str
-    draw: Callable[[dict], object]
-    caption: str
-    source: str = "rows"
-
-
-def _if_metric(metric: str, fn: Callable[[pd.DataFrame], object]) -> Callable[[dict], object]:
+def _if_metric(metric: str, fn):
     return lambda data: fn(data["rows"]) if metric in set(data["rows"]["metric"]) else None
 
 
+_B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p"
 PANELS: list[Panel] = [
     Panel("fig3a_society_test_accuracy",
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
-          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds; (b) last "
-          "generation, each arm minus full on the same seed (dots), mean difference, bootstrap 95 % CI, paired p."),
-    Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"]),
+          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (dotted: full on "
+          "the elitism variants' seeds); (b) last generation, each arm minus its reference (full; no_grounding@e1: "
+          f"full@e1) on the same seed (dots), {_B}."),
+    Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"], data.get("families")),
           "Held-out test accuracy per task family, per generation and arm (mean over agents and seeds)."),
     Panel("fig3c_society_consensus",
           _if_metric("consensus_acc", lambda df: draw_metric_paired(df, "consensus_acc", ylabel="consensus accuracy")),
           "Accuracy of the population's modal answer on the conformity pool: (a) per generation and arm; "
-          "(b) last generation, each arm minus full on the same seed, mean difference, 95 % CI, paired p."),
+          f"(b) last generation, each arm minus its reference on the same seed, {_B}."),
     Panel("fig3d_society_diversity",
-          _if_metric("diversity_behav", lambda df: draw_metric(df, "diversity_behav", ylabel="behavioural diversity")),
-          "Mean pairwise behavioural distance between agents, per generation and arm (band: 95 % CI over seeds)."),
+          _if_metric("diversity_behav", lambda df: draw_metric_multiples(
+              df, "diversity_behav", ylabel="behavioural diversity", what="Behavioural diversity")),
+          "Mean pairwise behavioural distance between agents per generation: one panel per arm, mean over seeds "
+          f"with its {T_CI} band, the arm's reference (grey) on the same seeds."),
     Panel("fig3e_society_selected_conformity",
-          lambda data: draw_metric(data["rows"], "selected_conformity", ylabel="conformity of parents"),
-          "Mean conformity (agreement with the consensus) of the agents selected as parents (band: 95 % CI over seeds)."),
+          lambda data: draw_metric_multiples(data["rows"], "selected_conformity", ylabel="conformity of parents",
+                                             what="Conformity of the selected parents"),
+          "Mean conformity (agreement with the consensus) of the agents selected as parents, per generation: one "
+          f"panel per arm, mean over seeds with its {T_CI} band, the arm's reference (grey) on the same seeds."),
     Panel("S3a_society_lineage", lambda data: draw_lineage(data["rows"]),
           "Who bred in one run (full arm, first seed): parent → child edges, selected agents in black, the "
           "ancestry of the last generation's top-scoring agent in colour."),
     Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
-          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean). "
-          "Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full arm, "
-          "g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
+          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean, "
+          f"{T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
+          "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
           source="sweep"),
-]
+] + society_diagnostics.PANELS
+
+
+def sources(data: dict) -> dict:
+    """The data files and configs of each panel source, relative to the repository."""
+    return {"rows": ([repo_path(f) for f in data["files"]], [repo_path(c) for c in data["configs"]]),
+            "sweep": ([repo_path(f) for f in data["sweep_files"]], [repo_path(c) for c in data["sweep_configs"]])}
 
 
 def draw_all(scale: str) -> list[str]:
     """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society*``; returns the names saved.
-
-    To add a panel, append a :class:`Panel` to ``PANELS`` (e.g. from another module:
-    ``PANELS += society_diagnostics.PANELS`` at the end of this file)."""
+    To add a panel, append a :class:`lib.plots.style.Panel` to ``PANELS``."""
     data = load_data(scale)
-    where = {"rows": (data["files"], str(config_path(EXPERIMENT, scale))),
-             "sweep": (data["sweep_files"], str(config_path(SWEEP, scale)))}
-    saved = []
-    for panel in PANELS:
-        fig = panel.draw(data)
-        if fig is None:
-            continue
-        files, cfgp = where[panel.source]
-        save_figure(fig, panel.name, scale=scale, caption=panel.caption, data=files, config=cfgp, notebook=NOTEBOOK)
-        plt.close(fig)
-        saved.append(panel.name)
-    return saved
-
-
-def _ci_text(lo, hi, n) -> str:
-    return f"[{lo:.3f}, {hi:.3f}]" if n >= MIN_CI_N and np.isfinite(lo) else f"none (n = {n})"
+    return save_panels(PANELS, data, scale=scale, sources=sources(data), notebook=NOTEBOOK)
 
 
 def stats_table(scale: str) -> pd.DataFrame:
     """Fig. 3 statistics at the last generation: every arm against its reference (``full``; a
     variant ``<arm>@<tag>`` against ``full@<tag>`` when present), paired on seed.
 
-    One row per (metric, arm): n seeds, the arm's mean with a 95 % bootstrap CI, the mean paired
-    difference arm − reference with its 95 % bootstrap CI, and the sign-flip permutation p-value
-    (NaN with one seed; CIs only with ≥ 3 seeds).
+    One row per (metric, arm): n seeds, the arm's mean with its 95 % CI (t), the mean paired
+    difference arm − reference with its 95 % CI (sign-flip inversion; unbounded with < 6 seeds), and
+    the sign-flip p (text; n/a with one seed).
     """
-    from ..analysis.stats import bootstrap_ci
-
     df = load_data(scale)["rows"]
     out = []
     for fig, metric in (("fig3a", "test_overall"), ("fig3c", "consensus_acc"), ("fig3d", "diversity_behav")):
@@ -437,16 +500,13 @@ def stats_table(scale: str) -> pd.DataFrame:
         summ = summ.set_index("arm")
         for arm in arms_in(last):
             v = last.loc[last["arm"] == arm, "value"]
-            m, lo, hi = bootstrap_ci(v)
-            row = {"figure": fig, "metric": metric, "arm": arm, "n": int(v.notna().sum()),
-                   "mean": m, "ci95": _ci_text(lo, hi, int(v.notna().sum()))}
+            m, lo, hi = t_ci(v)
+            n = int(v.notna().sum())
+            row = {"figure": fig, "metric": metric, "arm": arm, "n": n, "mean": m, T_CI: format_ci(lo, hi, n, digits=3)}
             if arm in summ.index:
                 c = summ.loc[arm]
                 row.update({"reference": c["reference"], "effect (arm - ref)": float(c["mean"]),
-                            "effect ci95": _ci_text(c["lo"], c["hi"], int(c["n"])), "p": float(c["p"])})
+                            f"effect {SIGN_FLIP_CI}": format_ci(c["lo"], c["hi"], int(c["n"]), digits=3),
+                            "p": format_p(float(c["p"]))})
             out.append(row)
     return pd.DataFrame(out)
-
-
-from . import society_diagnostics as _diagnostics  # noqa: E402  SI S3c–S3g, the operators' diagnostics
-PANELS += _diagnostics.panels()

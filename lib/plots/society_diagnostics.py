@@ -1,32 +1,25 @@
 """SI panels S3c–S3g: diagnostics of the society's operators (:mod:`lib.analysis.diagnostics`).
 
-Registered in :data:`lib.plots.society.PANELS` (``draw_all`` saves them with Fig. 3 / S3, notebook 05
-lists them). Each panel reduces a statistic to one number per seed, then shows the mean over seeds
-with its bootstrap 95 % CI (only with ≥ 3 seeds; dots: seeds). A panel whose data is absent (rows
-written before the loop recorded its diagnostics — no ``val_half_a``, ``base_test_*``, ``merge_*``,
-``source_*`` rows — or no ``<arm>@e1`` arms) is skipped (``draw`` returns None), so older data keeps
-its panel set.
+Declared in :data:`PANELS`, which :mod:`lib.plots.society` appends to its own (``draw_all`` saves
+them with Fig. 3 / S3, notebook 05 lists them); this module never imports :mod:`lib.plots.society`.
+Each panel reduces a statistic to one number per seed, then shows the mean over seeds with its 95 %
+CI (t) (dots: seeds); a paired difference carries its 95 % CI (sign-flip inversion), unbounded (not
+drawn) with fewer than 6 seeds. A panel whose data is absent (rows written before the loop recorded
+its diagnostics — no ``val_half_a``, ``base_test_*``, ``merge_*``, ``source_*`` rows — or no
+``<arm>@e1`` arms) is skipped (``draw`` returns None), so older data keeps its panel set. The task
+families come from the config (``data["families"]``), never from the rows.
 """
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
-from .style import REFERENCE_GREY, arm_style, line_kw, paired_difference_panel, use_style
 from ..analysis import diagnostics as dg
-from ..analysis.stats import MIN_CI_N
-
-
-def _society():
-    # imported on use: lib.plots.society imports this module to register PANELS
-    from . import society
-    return society
-
-
-def _ci_ok(r) -> bool:
-    return r["n"] >= MIN_CI_N and np.isfinite(r["lo"])
+from ..analysis.stats import SIGN_FLIP_CI, T_CI, mean_ci_table
+from .style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, interval_bar, mean_curve,
+                    paired_difference_panel, use_style)
 
 
 def _n_text(summ: pd.DataFrame) -> str:
@@ -34,35 +27,29 @@ def _n_text(summ: pd.DataFrame) -> str:
     return (f"n = {n[0]} seed" + ("s" if n[0] != 1 else "")) if len(n) == 1 else f"n = {n[0]}–{n[-1]} seeds"
 
 
+def _arms(df: pd.DataFrame) -> list[str]:
+    return [a for a in dg.arms_in(df) if not dg.is_baseline(a)]
+
+
 def _arm_points(ax, pts: pd.DataFrame, summ: pd.DataFrame, value: str, order, *, mean="mean", lo="lo", hi="hi"):
     """One column per arm: a small dot per seed (per-seed mean of ``value``), the mean over seeds and
-    its 95 % CI (error bar only with ≥ 3 seeds); a line at 0."""
+    its 95 % CI (t) (error bar where it exists: ≥ 2 seeds)."""
     per_seed = pts.groupby(["arm", "seed"], as_index=False)[value].mean()
     for i, a in enumerate(order):
-        st = arm_style(a)
-        d = per_seed.loc[per_seed["arm"] == a, value].to_numpy()
-        jit = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(len(d))
-        ax.scatter(i - 0.12 + jit, d, s=11, color=st["color"], alpha=0.55, lw=0, zorder=2)
         r = summ[summ["arm"] == a].iloc[0]
-        ci = r["n"] >= MIN_CI_N and np.isfinite(r[lo])
-        ax.errorbar(i + 0.14, r[mean], yerr=[[r[mean] - r[lo]], [r[hi] - r[mean]]] if ci else None,
-                    fmt=st["marker"], ms=5, color=st["color"], mfc=st["mfc"], capsize=3, lw=1.2, zorder=3)
+        dots_with_mean(ax, i, per_seed.loc[per_seed["arm"] == a, value], a, r[mean], r[lo], r[hi])
     ax.set_xticks(range(len(order)), order, rotation=30 if len(order) > 3 else 0,
                   ha="right" if len(order) > 3 else "center", fontsize=7)
     ax.set_xlim(-0.6, len(order) - 0.4)
 
 
 def _gen_lines(ax, summ: pd.DataFrame, order, ylabel: str, title: str, zero: bool = True):
-    """Mean over seeds per generation, one line per arm in its style; band: 95 % CI (≥ 3 seeds);
+    """Mean over seeds per generation, one line per arm in its style; band: 95 % CI (t);
     ``zero``: a line at 0 (for differences)."""
     for a in order:
-        x = summ[summ["arm"] == a].sort_values("generation")
-        if x.empty:
-            continue
-        ax.plot(x["generation"], x["mean"], **line_kw(a, ms=3.5, lw=1.2))
-        ok = x[(x["n"] >= MIN_CI_N) & np.isfinite(x["lo"])]
-        if len(ok):
-            ax.fill_between(ok["generation"], ok["lo"], ok["hi"], color=arm_style(a)["color"], alpha=0.12, lw=0)
+        x = summ[summ["arm"] == a]
+        if len(x):
+            mean_curve(ax, x, "generation", a, band_alpha=0.12, lw=1.2)
     if zero:
         ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     ax.set_xlabel("generation")
@@ -79,12 +66,13 @@ def _gen_lines(ax, summ: pd.DataFrame, order, ylabel: str, title: str, zero: boo
 # ----------------------------------------------------------------------------- S3c founders
 
 
-def draw_founders(df: pd.DataFrame, families=None):
+def draw_founders(df: pd.DataFrame, families):
     """S3c. (a) Generation-0 test accuracy, agent × family (mean over seeds), the bare base on top,
-    each founder labelled with its specialism; (b) per family, specialists minus the other founders
-    on that family (dots: seeds; mean, 95 % CI), with the issue-10 thresholds (0.10 each, 0.15 mean)."""
+    each founder labelled with its specialism (``families``: the config's, in its order); (b) per
+    family, all its specialists minus the other founders on that family (dots: seeds; mean, 95 % CI
+    (t)), with the issue-10 thresholds (0.10 each, 0.15 mean)."""
     use_style()
-    fams = list(families or dg.families_in(df))
+    fams = list(families)
     mat = dg.founders_matrix(df, fams)
     gaps_pts = dg.specialist_gaps(df, fams, per_seed=True)
     gaps = dg.specialist_gaps(df, fams)
@@ -120,8 +108,8 @@ def draw_founders(df: pd.DataFrame, families=None):
         if r.empty:
             continue
         r = r.iloc[0]
-        a2.errorbar(i + 0.14, r["mean"], yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]] if _ci_ok(r) else None,
-                    fmt="D", ms=5, color="black", capsize=3, lw=1.2, zorder=3)
+        interval_bar(a2, i + 0.14, r["lo"], r["hi"], "black")
+        a2.plot([i + 0.14], [r["mean"]], marker="D", ms=5, color="black", ls="", zorder=4)
         thr = dg.GAP_MEAN if f == "mean" else dg.GAP_EACH
         a2.plot([i - 0.4, i + 0.4], [thr, thr], color=REFERENCE_GREY, ls="--", lw=0.9, zorder=1)
     a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
@@ -129,8 +117,8 @@ def draw_founders(df: pd.DataFrame, families=None):
     a2.set_xlim(-0.6, len(order) - 0.4)
     a2.set_ylabel("specialists − other founders\n(test accuracy on the family)")
     a2.set_title(f"(b) specialist gap; {_n_text(gaps)}; dashed: threshold\n"
-                 + ("dots: seeds; mean, 95 % CI" if len(gaps) and (gaps["n"] >= MIN_CI_N).all()
-                    else "dots: seeds; mean (no CI with n < 3)"), fontsize=7, loc="left")
+                 + (f"dots: seeds; mean, {T_CI}" if len(gaps) and np.isfinite(gaps["lo"]).all()
+                    else "dots: seeds; mean (no interval with one seed)"), fontsize=7, loc="left")
     fig.tight_layout()
     return fig
 
@@ -140,12 +128,13 @@ def draw_founders(df: pd.DataFrame, families=None):
 
 def draw_selection_differential(df: pd.DataFrame):
     """S3d. Selected minus not-selected agents' mean accuracy per generation, (a) on val (the
-    grounded signal selection sees) and (b) on test (data it never sees); one line per arm, mean
-    over seeds, band: 95 % CI."""
+    grounded signal selection sees) and (b) on test (data it never sees), over the breeding
+    generations (those whose selected agents have children: not the last); one line per arm, mean
+    over seeds, band: 95 % CI (t)."""
     use_style()
     pts, _ = dg.selection_differential(df)
     per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
-    order = _society().arms_in(pts)
+    order = _arms(pts)
     fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.1), sharey=True)
     for ax, (m, what) in zip(axes, (("val", "(a) val accuracy"), ("test", "(b) test accuracy (never seen)"))):
         s = per_gen[per_gen["metric"] == m]
@@ -161,10 +150,10 @@ def draw_selection_differential(df: pd.DataFrame):
 def draw_recombination_gain(df: pd.DataFrame):
     """S3e. Sexual arms: (a) the screened merge's val accuracy minus its parents' mean val accuracy;
     (b) the share of children whose winning merge is candidate 0, the plain average. Dots: seeds
-    (mean over children and generations); marker: mean over seeds, 95 % CI."""
+    (mean over children and generations); marker: mean over seeds, 95 % CI (t)."""
     use_style()
     pts, summ = dg.recombination_gain(df)
-    order = _society().arms_in(pts)
+    order = _arms(pts)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.4, 3.1))
     _arm_points(a1, pts, summ, "gain", order, mean="gain", lo="gain_lo", hi="gain_hi")
     a1.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
@@ -184,10 +173,10 @@ def draw_recombination_gain(df: pd.DataFrame):
 def draw_inheritance_fidelity(df: pd.DataFrame):
     """S3f. Mutation load: a child's test accuracy at generation t+1 minus its source's at t (the
     winning merge or the copied parent; elites excluded). (a) per generation, one line per arm;
-    (b) per arm over all generations (dots: seeds). Mean over seeds, 95 % CI."""
+    (b) per arm over all generations (dots: seeds). Mean over seeds, 95 % CI (t)."""
     use_style()
     pts, per_gen = dg.inheritance_fidelity(df)
-    order = _society().arms_in(pts)
+    order = _arms(pts)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.8, 3.1), gridspec_kw={"width_ratios": [1.1, 1]})
     _gen_lines(a1, per_gen, order, "child − source (test accuracy)", f"(a) per generation; {_n_text(per_gen)}")
     a1.legend(fontsize=6)
@@ -205,17 +194,23 @@ def draw_inheritance_fidelity(df: pd.DataFrame):
 
 def draw_elitism(df: pd.DataFrame):
     """S3g. Elitism 1 against 0 for each arm run both ways (``X@e1`` vs ``X``): (a) population test
-    accuracy per generation; (b) last generation, X@e1 − X on the same seed, population mean; (c) the
-    same for the top-scoring agent (the one the loop keeps). Dots: seeds; mean, 95 % CI, paired p."""
+    accuracy per generation, ``X`` drawn on the seeds of ``X@e1`` only (the same founders and seeds);
+    (b) last generation, X@e1 − X on the same seed, population mean; (c) the same for the top-scoring
+    agent (the one the loop keeps). Dots: seeds; mean, 95 % CI (sign-flip inversion; none with fewer
+    than 6 seeds), paired p."""
     use_style()
-    soc = _society()
     pairs = dg.elitism_pairs(df["arm"])
-    arms = [a for a in soc.arms_in(df) if a in pairs or a in pairs.values()]
+    arms = [a for a in _arms(df) if a in pairs or a in pairs.values()]
     pts, summ = dg.elitism_comparison(df)
-    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(10.4, 3.5), gridspec_kw={"width_ratios": [1.2, 1, 1]})
-    d = soc.population_metric(df[df["arm"].isin(arms)], "test_overall")
-    t = soc.mean_ci_table(d, ["arm", "generation"])
-    _gen_lines(a1, t, arms, "test accuracy (population mean)", f"(a) per generation; {_n_text(t)}", zero=False)
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(10.8, 3.6), gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    d = dg.population_metric(df[df["arm"].isin(arms)], "test_overall")
+    seeds_of = {v: set(d.loc[d["arm"] == v, "seed"]) for v in pairs}
+    keep = pd.Series(True, index=d.index)
+    for var, ref in pairs.items():  # the reference on its variant's seeds
+        keep &= ~((d["arm"] == ref) & ~d["seed"].isin(seeds_of[var]))
+    t = mean_ci_table(d[keep], ["arm", "generation"])
+    _gen_lines(a1, t, arms, "test accuracy (population mean)",
+               f"(a) per generation; {_n_text(t)}; X on X@e1's seeds\nband: {T_CI}", zero=False)
     a1.legend(fontsize=6)
     order = [a for a in arms if a in pairs]
     for ax, stat, what in ((a2, "mean", "population mean"), (a3, "top_scored", "top-scoring agent")):
@@ -231,12 +226,14 @@ def draw_elitism(df: pd.DataFrame):
 # ----------------------------------------------------------------------------- registry
 
 
-def _when(metrics, fn):
-    """``draw(data)`` for :class:`lib.plots.society.Panel`: ``fn(rows)``, or None unless every one
-    of ``metrics`` is in the rows."""
+def _when(metrics, fn, *, families: bool = False):
+    """``draw(data)`` for a :class:`lib.plots.style.Panel`: ``fn(rows)`` (``fn(rows, families)`` with
+    ``families``), or None unless every one of ``metrics`` is in the rows."""
     def draw(data):
         rows = data["rows"]
-        return fn(rows) if set(metrics) <= set(rows["metric"]) else None
+        if not set(metrics) <= set(rows["metric"]):
+            return None
+        return fn(rows, data["families"]) if families else fn(rows)
     return draw
 
 
@@ -245,24 +242,24 @@ def _elitism(data):
     return draw_elitism(rows) if dg.elitism_pairs(rows["arm"]) and "val_half_a" in set(rows["metric"]) else None
 
 
-def panels() -> list:
-    """The S3c–S3g :class:`lib.plots.society.Panel` entries (appended to ``lib.plots.society.PANELS``)."""
-    Panel = _society().Panel
-    return [
-        Panel("S3c_society_founders", _when(["base_test_overall"], draw_founders),
-              "Founders at generation 0: (a) test accuracy per agent and family (mean over seeds), the bare base "
-              "on top, each founder's own family framed; (b) specialists minus the other founders on their family "
-              "per seed, mean and bootstrap 95 % CI, with the thresholds 0.10 (each) and 0.15 (mean)."),
-        Panel("S3d_society_selection_differential", _when(["val_half_a", "test_overall"], draw_selection_differential),
-              "Selection differential: mean accuracy of the selected minus the not-selected agents, per generation "
-              "and arm, on val (seen by selection) and on test (never seen); mean over seeds, band: 95 % CI."),
-        Panel("S3e_society_recombination_gain", _when(["merge_gain_val"], draw_recombination_gain),
-              "Recombination gain of the sexual arms: (a) the screened merge's val accuracy minus its parents' "
-              "mean; (b) share of children whose merge is the plain average (candidate 0). Dots: seeds; mean, 95 % CI."),
-        Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
-              "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
-              "excluded), (a) per generation and arm, (b) per arm; mean over seeds, 95 % CI."),
-        Panel("S3g_society_elitism", _elitism,
-              "Elitism 1 vs 0 (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation paired "
-              "differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI, paired p."),
-    ]
+PANELS = [
+    Panel("S3c_society_founders", _when(["base_test_overall"], draw_founders, families=True),
+          "Founders at generation 0: (a) test accuracy per agent and family (mean over seeds), the bare base "
+          "on top, each founder's own family framed; (b) all specialists of a family minus the other founders on "
+          f"it, per seed, mean and {T_CI}, with the thresholds 0.10 (each) and 0.15 (mean)."),
+    Panel("S3d_society_selection_differential", _when(["val_half_a", "test_overall"], draw_selection_differential),
+          "Selection differential: mean accuracy of the selected minus the not-selected agents, per breeding "
+          "generation (its selected agents have children: not the last) and arm, on val (seen by selection) and on "
+          f"test (never seen); mean over seeds, band: {T_CI}."),
+    Panel("S3e_society_recombination_gain", _when(["merge_gain_val"], draw_recombination_gain),
+          "Recombination gain of the sexual arms: (a) the screened merge's val accuracy minus its parents' "
+          "mean; (b) share of children whose merge is the plain average (candidate 0). Dots: seeds; mean, "
+          f"{T_CI}."),
+    Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
+          "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
+          f"excluded), (a) per generation and arm, (b) per arm; mean over seeds, {T_CI}."),
+    Panel("S3g_society_elitism", _elitism,
+          "Elitism 1 vs 0 (X@e1 vs X, same seeds): (a) test accuracy per generation, X on X@e1's seeds; "
+          "last-generation paired differences of (b) the population mean and (c) the top-scoring agent; mean, "
+          f"{SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p."),
+]

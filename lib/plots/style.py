@@ -6,13 +6,21 @@ Paul Tol's colour-blind-safe schemes ("bright" for the society, tool-mutation an
 A variant of an arm, written ``<arm>@<tag>`` (``full@e1``: the arm with elitism 1, ``full@g0.25``: at
 grounding 0.25), keeps its base arm's colour and marker and is told apart by a dashed line, a hollow
 marker and a hatch on bars. Each saved panel is recorded in ``figures/<scale>/index.json`` with its
-caption, data file and config; notebook 05 turns that into ``figures/<scale>/INDEX.md``.
+caption, data files and config(s), paths relative to the repository; notebook 05 turns that into
+``figures/<scale>/INDEX.md``.
+
+Every plots module declares its panels once, as a list of :class:`Panel` (``PANELS``), and saves them
+with one call of :func:`save_panels`. Intervals are named where they are drawn: a single mean over
+seeds carries a 95 % CI (t) (:func:`mean_curve`, :func:`dots_with_mean`), a paired difference a 95 %
+CI (sign-flip inversion) (:func:`paired_difference_panel`; unbounded, so not drawn, with n < 6).
 """
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Mapping
 
 import matplotlib
 
@@ -21,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..analysis.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
 from ..core.paths import REPO_ROOT, figures_dir  # noqa: E402
 
 # Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
@@ -105,57 +114,109 @@ def palette(names: Iterable[str]) -> dict:
     return {n: colour(n) for n in names}
 
 
-def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str,
+def mean_curve(ax, table, x: str, name: str, *, band: bool = True, band_alpha: float = 0.15, **extra) -> None:
+    """One line through ``table["mean"]`` along ``table[x]`` in the look of ``name`` and, with ``band``,
+    its 95 % CI (t) ``lo, hi`` shaded where it exists (n ≥ 2). ``extra`` overrides :func:`line_kw`."""
+    t = table.sort_values(x)
+    kw = line_kw(name, **{"ms": 3.5, "lw": 1.3, **extra})
+    ax.plot(t[x], t["mean"], **kw)
+    if band:
+        ok = t[np.isfinite(t["lo"].astype(float)) & np.isfinite(t["hi"].astype(float))]
+        if len(ok):
+            ax.fill_between(ok[x], ok["lo"], ok["hi"], color=kw["color"], alpha=band_alpha, lw=0, zorder=1)
+
+
+def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, zorder: float = 3) -> None:
+    """A vertical error bar from ``lo`` to ``hi`` at ``x`` with caps, drawn as one line (so it adds no
+    collection to ``ax``, whose scatter points stay the data); nothing unless both ends are finite."""
+    if np.isfinite(lo) and np.isfinite(hi):
+        ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
+
+
+def dots_with_mean(ax, pos: float, values, name: str, mean: float, lo: float, hi: float, *,
+                   s: float = 11, marker: str | None = None, jitter: float = 0.12) -> None:
+    """At x = ``pos``: the ``values`` as small dots (one per seed or pair; spread over ±``jitter`` left of
+    ``pos``, or all at ``pos`` with ``jitter=0``) and, beside them, a large marker at ``mean`` with its
+    interval ``lo, hi`` as an error bar when both are finite."""
+    st = arm_style(name)
+    v = np.asarray(values, dtype=float)
+    jit = np.linspace(-jitter, jitter, len(v)) if len(v) > 1 and jitter else np.zeros(len(v))
+    ax.scatter(pos - jitter + jit, v, s=s, color=st["color"], alpha=0.55, lw=0, zorder=2)
+    x = pos + max(jitter, 0.12) + 0.02
+    interval_bar(ax, x, lo, hi, st["color"])
+    ax.plot([x], [mean], marker=marker or st["marker"], ms=5, color=st["color"], mfc=st["mfc"], ls="", zorder=4)
+
+
+def ci_note(summary, kind: str = SIGN_FLIP_CI) -> str:
+    """What the error bars of ``summary`` (columns ``n, lo, hi``) are: ``"mean, 95 % CI (…)"``, or, where
+    the interval is unbounded or undefined, that none is drawn and why."""
+    bounded = np.isfinite(summary["lo"].astype(float)) & np.isfinite(summary["hi"].astype(float))
+    limit = f"n < {MIN_PAIRED_N}" if kind == SIGN_FLIP_CI else "n < 2"
+    if bounded.all():
+        return f"mean, {kind}"
+    if not bounded.any():
+        return f"mean; no 95 % interval with {limit}"
+    return f"mean, {kind}; none where {limit}"
+
+
+def _tick(level, reference: str | None) -> str:
+    """A column's tick label: ``"no_sex\n− full"`` (a variant breaks before its ``@``:
+    ``"no_grounding\n@e1\n− full@e1"``); without ``reference`` a level ``"a − b"`` is written
+    ``"a\n− b"``."""
+    level = str(level)
+    if reference is None:
+        return level.replace(" − ", "\n− ")
+    return level.replace("@", "\n@", 1) + f"\n− {reference}"
+
+
+def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
                             ylabel: str, x: str | None = None, xlabel: str | None = None,
-                            annotate: bool = True, unit: str = "seed") -> None:
+                            annotate: bool = True, unit: str = "seed", look: Mapping[str, str] | None = None) -> None:
     """Draw paired differences ``level − reference`` (from :func:`lib.analysis.stats.paired_differences`).
 
     One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
-    ``x``): a small dot per pair (seed), a large marker for the mean difference and its bootstrap
-    95 % CI as an error bar. With fewer than :data:`lib.analysis.stats.MIN_CI_N` pairs no CI is drawn; the
-    annotation then says n. A line at 0 marks "no difference from the reference". ``unit``: what a
-    pair is (a seed; in Fig. 1 a population).
+    ``x``): a small dot per pair (``unit``: a seed; in Fig. 1 a population), a large marker for the mean
+    difference and its 95 % CI (sign-flip inversion) as an error bar (a band along ``x``). With fewer
+    than 6 pairs that interval is unbounded: none is drawn and the title says so; the dots are the
+    data. Above each column: the paired sign-flip p (:func:`lib.analysis.stats.format_p`) and n. A
+    line at 0 marks "no difference". The reference is ``reference`` or, when ``summary`` has a
+    ``reference`` column naming several, each column's own, written under its tick label. ``look``:
+    the arm whose colour and marker a level is drawn in (default: the level itself).
     """
-    from ..analysis.stats import MIN_CI_N
-
+    look = dict(look or {})
     order = [o for o in order if o in set(summary[group])]
+    refs = dict(zip(summary[group], summary["reference"])) if "reference" in summary else {}
+    own = reference is None and len(set(refs.values())) > 1  # then each tick names its own reference
+    if reference is None:
+        reference = "its reference" if own or not refs else next(iter(refs.values()))
     ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, ls="-", zorder=0)
     if x is None:
         for i, lvl in enumerate(order):
-            st = arm_style(lvl)
-            d = points[points[group] == lvl]["diff"].to_numpy()
-            jit = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(len(d))
-            ax.scatter(i - 0.12 + jit, d, s=11, color=st["color"], alpha=0.55, lw=0, zorder=2)
             r = summary[summary[group] == lvl].iloc[0]
-            has_ci = r["n"] >= MIN_CI_N and np.isfinite(r["lo"])
-            yerr = [[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]] if has_ci else None
-            ax.errorbar(i + 0.14, r["mean"], yerr=yerr, fmt=st["marker"], ms=5, color=st["color"],
-                        mfc=st["mfc"], capsize=3, lw=1.2, zorder=3)
+            dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), r["mean"], r["lo"], r["hi"])
             if annotate:
-                p = "p n/a" if not np.isfinite(r["p"]) else f"p={r['p']:.2g}"
-                ax.annotate(f"{p}\nn={int(r['n'])}", (i, 1.0), xycoords=("data", "axes fraction"),
+                ax.annotate(f"p={format_p(r['p'])}\nn={int(r['n'])}", (i, 1.0), xycoords=("data", "axes fraction"),
                             ha="center", va="bottom", fontsize=6)
-        ax.set_xticks(range(len(order)), order, rotation=30 if len(order) > 3 else 0,
-                      ha="right" if len(order) > 3 else "center", fontsize=7)
+        labels = [_tick(o, refs[o] if own else None) for o in order]
+        two_line = any("\n" in lb for lb in labels)  # written flat: rotated, they would collide
+        tilt = len(order) > (7 if two_line else 3)
+        ax.set_xticks(range(len(order)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center",
+                      fontsize=6 if two_line else 7)
         ax.set_xlim(-0.6, len(order) - 0.4)
     else:
         for lvl in order:
-            st = arm_style(lvl)
+            st = arm_style(look.get(lvl, lvl))
             pts = points[points[group] == lvl]
             ax.scatter(pts[x], pts["diff"], s=9, color=st["color"], alpha=0.45, lw=0, zorder=2)
-            s = summary[summary[group] == lvl].sort_values(x)
-            ax.plot(s[x], s["mean"], **line_kw(lvl, ms=4, label=f"{lvl} − {reference}"), zorder=3)
-            ci = s[(s["n"] >= MIN_CI_N) & np.isfinite(s["lo"])]
-            if len(ci):
-                ax.fill_between(ci[x], ci["lo"], ci["hi"], color=st["color"], alpha=0.2, lw=0, zorder=1)
+            s = summary[summary[group] == lvl]
+            mean_curve(ax, s, x, look.get(lvl, lvl), band_alpha=0.2, ms=4, label=f"{lvl} − {reference}", zorder=3)
         if xlabel:
             ax.set_xlabel(xlabel)
     n = sorted(set(int(v) for v in summary["n"]))
     n_txt = f"n = {n[0]}" if len(n) == 1 else f"n = {n[0]}–{n[-1]}"
-    ci_txt = "mean, 95 % CI" if min(n) >= MIN_CI_N else "mean; no CI with n < 3"
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
     what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
-    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_txt}", fontsize=7, loc="left",
+    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
                  pad=16 if (annotate and x is None) else 4)
 
 
@@ -178,6 +239,14 @@ def rel(p) -> str:
         return str(p)
 
 
+def repo_path(p) -> str:
+    """``p`` relative to the repository root, never absolute (outside it: with ``..`` parts)."""
+    p = Path(p)
+    if not p.is_absolute():
+        return p.as_posix()
+    return Path(os.path.relpath(p.resolve(), Path(REPO_ROOT).resolve())).as_posix()
+
+
 def _index_path(scale: str) -> Path:
     return figures_dir(scale) / "index.json"
 
@@ -188,14 +257,14 @@ def read_index(scale: str) -> dict:
 
 
 def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterable[str] = (),
-                config: str | None = None, notebook: str | None = None) -> list[Path]:
+                config: str | Iterable[str] | None = None, notebook: str | None = None) -> list[Path]:
     """Save ``fig`` as ``figures/<scale>/<name>.pdf`` and ``.png`` and record it in the index.
 
     Args:
         name: stable file name, e.g. ``"fig3a_society_test_acc"`` or ``"S2c_program_budget"``.
         caption: one line on what the panel shows.
-        data: the data file(s) it was drawn from (paths relative to the repository).
-        config: the config file of the run behind the data.
+        data: the data file(s) it was drawn from (recorded relative to the repository).
+        config: the config file(s) of the run(s) behind the data (recorded likewise; one: a string).
         notebook: the notebook that draws it.
     """
     out = figures_dir(scale)
@@ -204,12 +273,43 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
         # Fixed metadata keeps the files byte-stable across re-runs.
         meta = {"CreationDate": None} if p.suffix == ".pdf" else {"Software": None}
         fig.savefig(p, metadata=meta)
-    data = [data] if isinstance(data, str) else list(data)
+    data = [data] if isinstance(data, (str, Path)) else list(data)
+    configs = [config] if isinstance(config, (str, Path)) else list(config or [])
+    configs = [repo_path(c) for c in dict.fromkeys(configs)]
     idx = read_index(scale)
-    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": [rel(d) for d in data],
-                 "config": rel(config) if config else None, "notebook": notebook}
+    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": [repo_path(d) for d in data],
+                 "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
     _index_path(scale).write_text(json.dumps(idx, indent=2, sort_keys=True) + "\n")
     return paths
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One saved figure panel. ``draw(data)`` gets the module's ``load_data`` dict and returns a
+    figure, or ``None`` when its data is absent (the panel is then skipped); ``source`` names the
+    entry of :func:`save_panels`' ``sources`` it is drawn from."""
+    name: str
+    draw: Callable[[dict], object]
+    caption: str | Callable[[dict], str]  # a callable gets the data (a caption that states a measured range)
+    source: str = "rows"
+
+
+def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
+                sources: Mapping[str, tuple[Iterable[str], str | Iterable[str]]], notebook: str) -> list[str]:
+    """Draw every panel from ``data``, save it (:func:`save_figure`) with the data files and config(s)
+    of its ``source`` (``sources``: key → (data files, config path or paths)) and return the names saved."""
+    use_style()
+    saved = []
+    for panel in panels:
+        fig = panel.draw(data)
+        if fig is None:
+            continue
+        files, config = sources[panel.source]
+        caption = panel.caption(data) if callable(panel.caption) else panel.caption
+        save_figure(fig, panel.name, scale=scale, caption=caption, data=list(files), config=config, notebook=notebook)
+        plt.close(fig)
+        saved.append(panel.name)
+    return saved
 
 
 def publish(fig, name: str, **kwargs) -> None:
@@ -225,8 +325,13 @@ def publish(fig, name: str, **kwargs) -> None:
     plt.close(fig)
 
 
-def show_saved(names: Iterable[str], scale: str, width: int = 420) -> None:
-    """Display the PNGs of saved panels in a notebook (no-op outside IPython)."""
+def show_saved(names: Iterable[str], scale: str, width: int | None = None) -> None:
+    """Display the PNGs of saved panels in a notebook, each under its caption (no-op outside IPython).
+
+    A panel is shown as large as when drawn inline: its PNG width (px, saved at ``savefig.dpi``) times
+    ``figure.dpi / savefig.dpi``, so a wide multi-panel figure keeps its text legible; a narrower window
+    shrinks it (the page's CSS caps images at 100 % width). ``width`` (px) sets one width for all.
+    """
     try:
         from IPython import get_ipython
         from IPython.display import Image, Markdown, display
@@ -234,7 +339,14 @@ def show_saved(names: Iterable[str], scale: str, width: int = 420) -> None:
         return
     if get_ipython() is None:
         return
+    from PIL import Image as PILImage
+
+    saved_dpi = plt.rcParams["savefig.dpi"]
+    ratio = 1.0 if saved_dpi == "figure" else plt.rcParams["figure.dpi"] / float(saved_dpi)
     idx = read_index(scale)
     for n in names:
+        png = figures_dir(scale) / f"{n}.png"
+        with PILImage.open(png) as im:
+            px = im.size[0]
         display(Markdown(f"**{n}** — {idx.get(n, {}).get('caption', '')}"))
-        display(Image(filename=str(figures_dir(scale) / f"{n}.png"), width=width))
+        display(Image(filename=str(png), width=width or round(px * ratio)))
