@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: env reproduce test test-unit test-notebooks tiny-base clean-build
+.PHONY: env reproduce test test-fast test-unit test-notebooks tiny-base clean-build
 
 env: $(STAMP)
 
@@ -29,6 +29,11 @@ test: env test-unit test-notebooks
 
 test-unit: env
 	$(BIN)/python -m pytest -q tests
+
+# Local work: the unit tests without those marked slow (> ~20 s each on 2 cores), no notebooks.
+# CI runs `make test`, which keeps everything.
+test-fast: env
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 test-notebooks: env
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/

@@ -1,4 +1,4 @@
-"""Shared fixtures: seeded generators and small synthetic populations."""
+"""Shared fixtures: a seeded generator, and every test's figures in a temporary folder."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,8 @@ def rng():
     return np.random.default_rng(12345)
 
 
-def random_outputs(rng: np.random.Generator, n_agents: int, n_prompts: int, vocab: int = 3) -> list[list[str]]:
-    """Agents answering with one of ``vocab`` answers (or nothing) per prompt."""
-    choices = [""] + [f"ans{k}" for k in range(vocab)]
-    return [[choices[int(rng.integers(0, len(choices)))] for _ in range(n_prompts)] for _ in range(n_agents)]
+@pytest.fixture(autouse=True)
+def _figures_in_tmp(tmp_path_factory, monkeypatch):
+    """``GE_FIGURES_DIR`` points at a fresh temporary folder, so no test (nor a notebook kernel it
+    starts) writes into the tracked ``figures/``; a test may set it again or unset it."""
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path_factory.mktemp("figures")))

@@ -1,37 +1,153 @@
-"""Fig. 3 panels draw from the committed smoke rows; missing data is a clear error."""
+"""Fig. 3 panels show what the smoke rows hold (per-arm means, paired differences, edges, sweep); missing data is a clear error."""
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
+
+import figcheck  # noqa: E402
+from figcheck import assert_png_drawn  # noqa: E402
+from lib.core.paths import REPO_ROOT, figures_dir  # noqa: E402
 from lib.plots import society as plots  # noqa: E402
+from lib.plots import style  # noqa: E402
 
 
-def test_panels_draw_from_smoke_rows():
-    data = plots.load_data("smoke")
-    df = data["rows"]
+def _two_seeds(df: pd.DataFrame) -> pd.DataFrame:
+    """The smoke rows (one seed) plus a second seed whose values and conformities are halved."""
+    other = df.assign(seed=df["seed"] + 1, value=df["value"] * 0.5, conformity=df["conformity"] * 0.5)
+    return pd.concat([df, other], ignore_index=True)
+
+
+def _population_mean(df: pd.DataFrame, metric: str, arm: str) -> pd.Series:
+    """Mean over agents per (seed, generation), then over seeds: generation -> value."""
+    d = df[(df["metric"] == metric) & (df["arm"] == arm)]
+    return d.groupby(["seed", "generation"])["value"].mean().groupby("generation").mean()
+
+
+def _last_generation(df: pd.DataFrame, metric: str) -> pd.Series:
+    """(arm, seed) -> mean over agents of ``metric`` at that run's last generation."""
+    pm = df[df["metric"] == metric].groupby(["arm", "seed", "generation"])["value"].mean().reset_index()
+    last = pm[pm["generation"] == pm.groupby(["arm", "seed"])["generation"].transform("max")]
+    return last.set_index(["arm", "seed"])["value"]
+
+
+def _check_curves(ax, df, metric, expected=_population_mean):
+    drawn = figcheck.lines(ax)
+    arms = plots.arms_in(df)
+    assert set(arms) <= set(figcheck.legend_labels(ax)), metric
+    for arm in arms:
+        want = expected(df, metric, arm)
+        ln = drawn[arm]
+        np.testing.assert_allclose(ln.get_xdata(), want.index, err_msg=f"{metric} {arm}")
+        np.testing.assert_allclose(ln.get_ydata(), want.to_numpy(), rtol=1e-9, err_msg=f"{metric} {arm}")
+        assert figcheck.same_colour(ln.get_color(), style.colour(arm)), arm
+
+
+def _selected_conformity(df, metric, arm):
+    d = df[(df["metric"] == "val_overall") & (df["arm"] == arm) & (df["selected"].astype(str) == "True")]
+    return d.groupby(["seed", "generation"])["conformity"].mean().groupby("generation").mean()
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return plots.load_data("smoke")
+
+
+def test_metric_panels_plot_the_population_mean_over_seeds_per_arm(smoke):
+    df = _two_seeds(smoke["rows"])
     assert set(plots.arms_in(df)) >= {"full", "no_grounding", "no_sex", "no_diversity"}
-    for metric in ("test_overall", "consensus_acc", "diversity_behav", "selected_conformity"):
-        fig = plots.draw_metric(df, metric, ylabel=metric, title="")
-        assert fig.axes[0].lines, metric
-        matplotlib.pyplot.close(fig)
+    for metric in ("test_overall", "consensus_acc", "diversity_behav"):
+        fig = plots.draw_metric(df, metric, ylabel=metric)
+        _check_curves(fig.axes[0], df, metric)
+        assert fig.axes[0].get_ylabel() == metric and "n = 2 seeds" in fig.axes[0].get_title()
+        plt.close(fig)
+    fig = plots.draw_metric(df, "selected_conformity", ylabel="conformity of parents")
+    _check_curves(fig.axes[0], df, "selected_conformity", _selected_conformity)
+    plt.close(fig)
+
+
+def test_families_panel_has_one_axes_per_family(smoke):
+    df = _two_seeds(smoke["rows"])
     fig = plots.draw_families(df)
-    assert len(fig.axes) >= 3
-    matplotlib.pyplot.close(fig)
-    fig = plots.draw_lineage(df)
-    assert fig.axes[0].get_title() == f"full, seed {int(df.seed.min())}" and fig.axes[0].lines
-    matplotlib.pyplot.close(fig)
+    fams = [m[5:] for m in dict.fromkeys(df["metric"]) if m.startswith("test_") and m != "test_overall"]
+    assert sorted(ax.get_title() for ax in fig.axes) == sorted(fams) == ["arith", "lists", "strings"]
+    for ax in fig.axes:
+        drawn = figcheck.lines(ax)
+        for arm in plots.arms_in(df):
+            want = _population_mean(df, f"test_{ax.get_title()}", arm)
+            np.testing.assert_allclose(drawn[arm].get_ydata(), want.to_numpy(), rtol=1e-9)
+    plt.close(fig)
+
+
+def test_paired_panel_draws_each_seeds_difference_from_its_reference(smoke):
+    df = _two_seeds(smoke["rows"])
     for metric in ("test_overall", "consensus_acc"):
         fig = plots.draw_metric_paired(df, metric, ylabel=metric)
-        assert len(fig.axes) == 2 and fig.axes[1].collections, metric  # the per-seed difference dots
-        matplotlib.pyplot.close(fig)
-    last = plots.last_generation_table(df)
+        assert len(fig.axes) == 2
+        _check_curves(fig.axes[0], df, metric)
+        last = _last_generation(df, metric)
+        arms = plots.arms_in(df)
+        want = sorted(last[(a, sd)] - last[(plots.arm_reference(a, arms), sd)]
+                      for a in arms if plots.arm_reference(a, arms) for sd in (0, 1))
+        dots = np.sort(figcheck.points(fig.axes[1])[:, 1])
+        assert len(want) == 2 * (len(arms) - 1) == len(dots), metric
+        np.testing.assert_allclose(dots, want, atol=1e-12, err_msg=metric)
+        plt.close(fig)
+    last = plots.last_generation_table(smoke["rows"])
     assert set(last.columns) == {"arm", "seed", "value"} and last.value.between(0, 1).all()
-    if data["sweep"] is not None:
-        matplotlib.pyplot.close(plots.draw_g_sweep(data["sweep"]))
+
+
+def test_lineage_draws_every_parent_edge_and_marks_the_selected(smoke):
+    df = smoke["rows"]
+    fig = plots.draw_lineage(df)
+    ax = fig.axes[0]
+    seed = int(df.seed.min())
+    assert ax.get_title() == f"full, seed {seed}"
+    run = df[(df.arm == "full") & (df.seed == seed)]
+    par = plots.parents_table(run)
+    edges = {((r.generation - 1, p), (r.generation, r.agent)) for r in par.itertuples() for p in {r.parent_a, r.parent_b}}
+    assert edges, "the smoke run has no recorded parents"
+    segs = {tuple(map(tuple, np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float)))
+            for ln in ax.get_lines() if len(ln.get_xdata()) == 2}
+    missing = {e for e in edges if (tuple(map(float, e[0])), tuple(map(float, e[1]))) not in segs}
+    assert not missing, f"parent -> child edges not drawn: {sorted(missing)}"
+    agents = run[run.metric == "val_overall"]
+    black = [c for c in ax.collections
+             if len(c.get_facecolors()) and figcheck.same_colour(c.get_facecolors()[0], "black")]
+    sel = agents[agents.selected.astype(str) == "True"]
+    assert len(black) == 1 and sorted(map(tuple, black[0].get_offsets())) == sorted(zip(sel.generation, sel.agent))
+    plt.close(fig)
+
+
+def test_g_sweep_plots_each_seed_and_the_mean_per_knob_value(smoke):
+    sweep = smoke["sweep"]
+    assert sweep is not None, "the smoke data has a grounding-knob sweep"
+    fig = plots.draw_g_sweep(sweep)
+    ax = fig.axes[0]
+    last = _last_generation(sweep, "test_overall").reset_index()
+    last["g"] = [float(a.rpartition("@g")[2]) for a in last["arm"]]
+    mean = last.groupby("g")["value"].mean()
+    assert list(mean.index) == [0.0, 0.5, 1.0]  # 0.5 is borrowed from the main run's full arm
+    means = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(mean) and np.allclose(ln.get_xdata(), mean.index)]
+    assert any(np.allclose(ln.get_ydata(), mean.to_numpy()) for ln in means), "no line through the means"
+    dots = figcheck.points(ax)
+    assert sorted(map(tuple, dots)) == sorted(zip(last.g, last.value))
+    assert "mean" in " ".join(figcheck.legend_labels(ax)) and ax.get_xlabel().startswith("grounding knob g")
+    plt.close(fig)
+
+
+def test_a_saved_panel_is_a_drawn_png_in_the_arms_colours(smoke):
+    fig = plots.draw_metric(smoke["rows"], "test_overall", ylabel="test accuracy")
+    png = [f for f in style.save_figure(fig, "fig3x_test", scale="smoke", caption="c") if f.suffix == ".png"][0]
+    plt.close(fig)
+    assert png.parent == figures_dir("smoke") and not png.is_relative_to(REPO_ROOT)  # conftest: a tmp folder
+    for arm in ("full", "no_grounding"):
+        assert_png_drawn(png, min_ink=0.01, colour=style.colour(arm))
 
 
 def test_missing_data_names_the_command(monkeypatch, tmp_path):

@@ -99,8 +99,10 @@ def test_serial_sweep_equals_one_process_run(tmp_path, monkeypatch, tm_serial):
 
 
 # ----------------------------------------------------------------------------- on a local Ray
+# all slow: the first test to ask for local_ray pays Ray's start-up (~35 s on 2 cores)
 
 
+@pytest.mark.slow
 def test_ray_sweep_equals_serial(local_ray, tmp_path, monkeypatch, tm_serial):
     _roots(monkeypatch, tmp_path)
     res = sweep.run_sweep(tool_mutation.validate_config(TM), cpus_per_run=1, progress=False)
@@ -115,6 +117,7 @@ def test_ray_sweep_equals_serial(local_ray, tmp_path, monkeypatch, tm_serial):
     assert (tmp_path / "runs" / "smoke" / "tool_mutation" / "logs" / "sgd_s0.log").is_file()
 
 
+@pytest.mark.slow
 def test_failed_run_is_reported_then_resumed(local_ray, tmp_path, monkeypatch, capsys, tm_serial):
     _roots(monkeypatch, tmp_path)
     cfg = tmp_path / "tm.yaml"
@@ -136,6 +139,7 @@ def test_failed_run_is_reported_then_resumed(local_ray, tmp_path, monkeypatch, c
     pd.testing.assert_frame_equal(read_rows(folder), tm_serial)      # = a clean sweep's rows
 
 
+@pytest.mark.slow
 def test_killed_worker_is_retried_and_resumes(local_ray, tmp_path, monkeypatch, tm_serial):
     """A worker dying mid-block (a preempted node) is re-run by Ray; the retry resumes the shard."""
     _roots(monkeypatch, tmp_path)
@@ -146,6 +150,7 @@ def test_killed_worker_is_retried_and_resumes(local_ray, tmp_path, monkeypatch, 
     assert log.count("=== mutate_promote s1 on") == 2 and log.count("=== ok in") == 1   # died once, then ok
 
 
+@pytest.mark.slow
 def test_program_search_sweep_uses_its_own_merge(local_ray, tmp_path, monkeypatch, tmp_path_factory):
     serial = _serial_rows(tmp_path_factory, program_search, PS)
     _roots(monkeypatch, tmp_path)

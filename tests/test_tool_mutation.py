@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+import figcheck
 import lib.methods.tool_mutation as tm
 from lib.core.config import ConfigError
 from lib.core.rows import last_done, read_rows, shard_path
@@ -426,6 +427,22 @@ def test_folder_of_another_config_is_refused(datadir):
     assert m["status"] == "complete" and m["seeds"] == [0, 1] and m["arms"] == ["sgd"]
 
 
+def _seed_mean(d, arm):
+    """step -> mean over seeds of ``value`` (one row per seed and step)."""
+    return d[d.arm == arm].groupby("step")["value"].mean()
+
+
+def _check_arm_lines(ax, d, arms):
+    from lib.plots.style import colour
+    drawn = figcheck.lines(ax)
+    assert set(arms) <= set(figcheck.legend_labels(ax))
+    for arm in arms:
+        want = _seed_mean(d, arm)
+        np.testing.assert_allclose(drawn[arm].get_xdata(), want.index, err_msg=arm)
+        np.testing.assert_allclose(drawn[arm].get_ydata(), want.to_numpy(), rtol=1e-9, err_msg=arm)
+        assert figcheck.same_colour(drawn[arm].get_color(), colour(arm)), arm
+
+
 def test_plots_draw_from_data(datadir, monkeypatch):
     import matplotlib.pyplot as plt
     from lib.plots import tool_mutation as plots
@@ -435,9 +452,49 @@ def test_plots_draw_from_data(datadir, monkeypatch):
     tm.run_experiment(_cfg(seeds=[0, 1]), progress=False)
     data = plots.load_data("smoke")
     rows = data["rows"]
-    for fig in (plots.draw_heldout(rows), plots.draw_final(rows), plots.draw_promotions(rows),
-                plots.draw_selection(rows), plots.draw_lineage(data["lineage"])):
-        assert fig.axes
-        plt.close(fig)
+    arms = ["sgd", "mutate_promote", "random_promote"]
+    assert set(rows.arm) == set(arms)
+
+    h = rows[(rows.metric == "heldout_loss") & (rows.step > 0)]
+    fig = plots.draw_heldout(rows)
+    _check_arm_lines(fig.axes[0], h, arms)
+    assert fig.axes[0].get_yscale() == "log" and fig.axes[0].get_ylabel() == "held-out MSE"
+    plt.close(fig)
+
+    fig = plots.draw_promotions(rows)
+    _check_arm_lines(fig.axes[0], rows[rows.metric == "promotions"], [a for a in arms if a != "sgd"])
+    plt.close(fig)
+
+    w = rows[rows.metric.isin(["current_val_loss", "best_variant_val_loss"])].pivot_table(
+        index=["arm", "seed", "step"], columns="metric", values="value").reset_index()
+    w["value"] = 1 - w.best_variant_val_loss / w.current_val_loss
+    fig = plots.draw_selection(rows)
+    _check_arm_lines(fig.axes[0], w, [a for a in arms if a != "sgd"])
+    plt.close(fig)
+
+    # final loss: one dot per (arm, seed) at the arm's column, one grey line joining each seed's dots
+    fin = h[h.step == h.step.max()]
+    fig = plots.draw_final(rows)
+    ax = fig.axes[0]
+    want = sorted((float(arms.index(r.arm)), r.value) for r in fin.itertuples())
+    np.testing.assert_allclose(sorted(map(tuple, figcheck.points(ax))), want, rtol=1e-12)
+    for sd in (0, 1):
+        per_arm = [fin[(fin.arm == a) & (fin.seed == sd)].value.item() for a in arms]
+        assert any(len(ln.get_ydata()) == len(arms) and np.allclose(ln.get_ydata(), per_arm)
+                   for ln in ax.get_lines()), f"seed {sd} not joined"
+    assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == arms
+    plt.close(fig)
+
+    # lineage: one panel per arm; the installed chain is the variants that were ever current
+    lin = data["lineage"]
+    fig = plots.draw_lineage(lin)
+    assert [ax.get_title() for ax in fig.axes] == [f"{a}, seed 0" for a in ("mutate_promote", "random_promote")]
+    for ax, arm in zip(fig.axes, ("mutate_promote", "random_promote")):
+        d = lin[(lin.arm == arm) & (lin.seed == 0)]
+        chain = d[d.ever_current.astype(str) == "True"]
+        pts = figcheck.points(ax)
+        assert len(pts) == len(d) + len(chain)  # every variant in grey, the installed ones again in colour
+        assert sorted(map(tuple, pts)) == sorted([*zip(d.created_round, d.generation), *zip(chain.created_round, chain.generation)])
+    plt.close(fig)
     t = plots.stats_table("smoke")
     assert set(t.reference) == {"sgd", "random_promote"} and (t.n == 2).all()

@@ -35,14 +35,19 @@ def runs_root() -> Path:
     return Path(os.environ["GE_RUNS_DIR"]) if os.environ.get("GE_RUNS_DIR") else RUNS
 
 
+def figures_root() -> Path:
+    """Root of regenerated figures: ``$GE_FIGURES_DIR`` when set (tests, a scratch rebuild), else ``figures/``."""
+    return Path(os.environ["GE_FIGURES_DIR"]) if os.environ.get("GE_FIGURES_DIR") else FIGURES
+
+
 def data_dir(scale: str, experiment: str) -> Path:
     """``<data root>/<scale>/<experiment>/`` — results (CSV/JSON rows + manifest.json) of real runs."""
     return data_root() / check_scale(scale) / experiment
 
 
 def figures_dir(scale: str) -> Path:
-    """``figures/<scale>/`` — regenerated figures; created on demand."""
-    d = FIGURES / check_scale(scale)
+    """``<figures root>/<scale>/`` — regenerated figures; created on demand."""
+    d = figures_root() / check_scale(scale)
     d.mkdir(parents=True, exist_ok=True)
     return d
 
