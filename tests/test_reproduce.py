@@ -55,3 +55,36 @@ def test_runs_notebook_01_into_build(capsys):
     assert "01_operators.ipynb" in out and "done in" in out
     executed = nbformat.read(BUILD / "smoke" / "01_operators.ipynb", as_version=4)
     assert any(c.get("outputs") for c in executed.cells if c.cell_type == "code")
+
+
+def _executed(tmp_path, figure_output: dict):
+    """``<tmp>/cpu/01_operators.ipynb``: an executed notebook whose one figure cell stored ``figure_output``."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("fig = P.conformity_vs_fitness(agents)\ndisplay(fig); plt.close(fig)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=figure_output)]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01"), cell]
+    (tmp_path / "cpu").mkdir()
+    nbformat.write(nb, tmp_path / "cpu" / "01_operators.ipynb")
+
+
+def test_html_only_fails_on_a_page_that_shows_a_figure_as_text(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "BUILD", tmp_path)
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
+    _executed(tmp_path, {"text/plain": "<Figure size 374x330 with 1 Axes>"})  # executed under MPLBACKEND=Agg
+    assert reproduce.main(["--scale", "cpu", "--html-only", "--only", "01"]) == 1
+    err = capsys.readouterr().err
+    assert "01_operators.html" in err and "a figure shown as text" in err and "0 images" in err
+    assert (tmp_path / "figures" / "cpu" / "notebooks" / "01_operators.html").is_file()
+
+
+def test_html_only_renders_a_page_with_its_figure_and_nothing_to_fetch(tmp_path, monkeypatch, capsys):
+    import base64
+
+    monkeypatch.setattr(reproduce, "BUILD", tmp_path)
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
+    png = (REPO_ROOT / "figures" / "smoke" / "fig1a_conformity_vs_fitness.png").read_bytes()
+    _executed(tmp_path, {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"})
+    assert reproduce.main(["--scale", "cpu", "--html-only", "--only", "01"]) == 0
+    assert capsys.readouterr().err == ""
+    html = (tmp_path / "figures" / "cpu" / "notebooks" / "01_operators.html").read_text()
+    assert 'src="data:image/png;base64,' in html and "cdnjs" not in html

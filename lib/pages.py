@@ -1,0 +1,132 @@
+"""Static pages of executed notebooks that stand alone offline, and the checks that they do.
+
+A page is nbconvert's ``lab`` template with every output image embedded and nothing fetched: the template's
+require.js, MathJax, mermaid and widget scripts (all from a CDN) are left out. The notebooks write their
+maths in Unicode and HTML (κ<sub>i</sub>), so no maths renderer is needed. A **figure cell** is a code
+cell that shows figures: ``display(fig)`` (one figure per call) or ``show_saved(names, …)`` (a caption
+and a PNG per saved panel). The checks read only the executed notebook or the page's HTML.
+"""
+from __future__ import annotations
+
+import html as html_lib
+import re
+from pathlib import Path
+
+# nbconvert's lab page without the scripts it would fetch from a CDN.
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+DISPLAY_FIG = re.compile(r"\bdisplay\(fig\)")
+SHOW_SAVED = re.compile(r"\bshow_saved\(")
+TEX_MATH = re.compile(r"(?<!\\)\$[^$\n]+\$")  # $…$: shown raw on a page without a maths renderer
+# anything a browser would fetch: a script, style sheet, image or frame named by a URL
+REMOTE = re.compile(r"<(script|link|img|iframe|source|embed)\b[^>]*\b(src|href)\s*=\s*[\"']?(https?:)?//", re.I)
+NOT_EMBEDDED = re.compile(r"<img\b[^>]*\bsrc=[\"'](?!data:)[^\"']*", re.I)  # a file beside the page, or a URL
+REMOTE_CSS = re.compile(r"@import\s+(url\()?[\"']?(https?:)?//|url\([\"']?(https?:)?//", re.I)
+PNG_IMG = re.compile(r"<img\b[^>]*\bsrc=\"data:image/png;base64,")
+
+
+def render(executed: Path, out: Path, title: str) -> Path:
+    """Render the executed notebook file ``executed`` to the offline page ``out`` (titled ``title``)."""
+    import nbformat
+
+    return render_node(nbformat.read(executed, as_version=4), out, title)
+
+
+def render_node(nb, out: Path, title: str) -> Path:
+    """Render an executed notebook (an ``nbformat`` node) to the offline page ``out``."""
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    nb.metadata["title"] = title
+    # Outputs' images are embedded by the template itself. embed_images=True would also embed Markdown
+    # images, but it re-parses every inline HTML tag alone and so empties <sub>…</sub> (nbconvert 7.17).
+    exporter = HTMLExporter(template_name="lab", template_file="offline.html.j2", embed_images=False,
+                            extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})])
+    body, _ = exporter.from_notebook_node(nb)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def figures_expected(source: str) -> tuple[int, bool]:
+    """``(d, s)``: ``d`` the ``display(fig)`` calls in a code cell's source, ``s`` whether it calls ``show_saved``."""
+    return len(DISPLAY_FIG.findall(source)), bool(SHOW_SAVED.search(source))
+
+
+def _shown(d: int, s: bool, images: int, captions: int) -> str:
+    """Why a cell with ``d`` display calls (and ``show_saved`` when ``s``) that holds ``images`` PNGs and
+    ``captions`` Markdown outputs misses a figure, or ``""``."""
+    if s and (images < 1 or images < captions + d):
+        return f"show_saved shows {captions} captions but {images} images"
+    if images < max(d, 1):
+        return f"{d} display(fig) call(s) but {images} images"
+    return ""
+
+
+def notebook_problems(nb: dict) -> list[str]:
+    """What an executed notebook (``nbformat`` JSON) lacks: a figure cell without its PNGs, a figure
+    shown only as text (``<Figure size …>``: a backend without PNG output), an error, TeX maths."""
+    problems, code_idx = [], 0
+    for cell in nb["cells"]:
+        source = "".join(cell.get("source", ""))
+        if cell["cell_type"] == "markdown" and TEX_MATH.search(source):
+            problems.append(f"markdown cell `{source.strip().splitlines()[0][:50]}`: TeX maths "
+                            f"{TEX_MATH.search(source).group(0)!r} (write it in Unicode/HTML)")
+        if cell["cell_type"] != "code":
+            continue
+        code_idx += 1
+        outs = cell.get("outputs", [])
+        data = [o.get("data", {}) for o in outs if o.get("output_type") in ("display_data", "execute_result")]
+        images = sum("image/png" in d for d in data)
+        where = f"code cell {code_idx} (`{source.strip().splitlines()[0][:50] if source.strip() else ''}`)"
+        if any("<Figure size" in "".join(d.get("text/plain", "")) and "image/png" not in d for d in data):
+            problems.append(f"{where}: a figure shown as text, not as an image")
+        if any(o.get("output_type") == "error" for o in outs):
+            problems.append(f"{where}: an error output")
+        d, s = figures_expected(source)
+        if d or s:
+            why = _shown(d, s, images, sum("text/markdown" in x for x in data))
+            if why:
+                problems.append(f"{where}: {why}")
+    return problems
+
+
+def text_of(fragment: str) -> str:
+    """The text of an HTML fragment: tags dropped, entities decoded."""
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def _cells(page: str) -> list[str]:
+    return re.split(r'(?=<div class="jp-Cell jp-(?:Code|Markdown|Raw)Cell)', page)[1:]
+
+
+def code_cells(page: str) -> list[str]:
+    """The HTML of each code cell of a rendered page (its source, then its outputs), in order."""
+    return [c for c in _cells(page) if c.startswith('<div class="jp-Cell jp-CodeCell')]
+
+
+def page_problems(page: str) -> list[str]:
+    """What keeps a rendered page (HTML text) from standing alone offline with every figure: a script,
+    style sheet, image or frame fetched from a URL, a figure cell with fewer embedded PNGs than the
+    figures it shows, TeX maths in a Markdown cell."""
+    problems = [f"fetches {m.group(0)[:80]!r}" for m in REMOTE.finditer(page)]
+    problems += [f"style sheet fetches {m.group(0)!r}" for m in REMOTE_CSS.finditer(page)]
+    problems += [f"an image it does not embed: {m.group(0)[:80]!r}" for m in NOT_EMBEDDED.finditer(page)
+                 if not REMOTE.match(m.group(0))]
+    for k, cell in enumerate(_cells(page), 1):
+        if cell.startswith('<div class="jp-Cell jp-MarkdownCell'):
+            m = TEX_MATH.search(text_of(cell))
+            if m:
+                problems.append(f"cell {k}: TeX maths {m.group(0)!r} shown raw")
+            continue
+        source, _, outputs = cell.partition('class="jp-Cell-outputWrapper"')
+        d, s = figures_expected(text_of(source))
+        why = _shown(d, s, len(PNG_IMG.findall(outputs)), outputs.count("jp-RenderedMarkdown")) if d or s else ""
+        if why:
+            problems.append(f"cell {k}: {why}")
+    return problems
