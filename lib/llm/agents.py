@@ -1,14 +1,19 @@
 """The society's agents on a real base: LoRA adapters attached to one frozen model, by name.
 
-:class:`PeftAgents` is the :class:`lib.llm.generation.Agents` the loop runs with: ``answer`` is one
-mixed-adapter batched generation (:func:`lib.llm.generate.generate_agents`), ``merge`` a peft merge
-(:func:`lib.llm.merge.merge_adapters`). Tests run the same steps with fake agents.
+:class:`PeftAgents` is the reference :class:`lib.llm.generation.Agents`: ``answer`` is one
+mixed-adapter batched generation through peft (:func:`lib.llm.generate.generate_agents`), ``merge``
+a peft merge (:func:`lib.llm.merge.merge_adapters`). :class:`lib.llm.folded.FoldedAgents` answers
+the same on a float32 base by folding each update into the weights (faster); :func:`make_agents`
+picks one. Tests run the same steps with fake agents.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+from pathlib import Path
+
 from .generate import BASE_ROW, Counter, generate_agents
+from .lora import load_adapter, remove_all, save_adapter
 from .merge import merge_adapters
 
 
@@ -26,3 +31,25 @@ class PeftAgents:
 
     def merge(self, parents: Sequence[str], weights: Sequence[float], name: str, method: str) -> str:
         return merge_adapters(self.base, parents, weights, name, method)
+
+    def load(self, name: str, path: str | Path) -> None:
+        load_adapter(self.base, name, path)
+
+    def save(self, name: str, path: str | Path) -> Path:
+        return save_adapter(self.base, name, path)
+
+    def forget(self) -> None:
+        remove_all(self.base)
+
+
+def make_agents(base, *, engine: str, hard: bool, batch_size: int, counter: Counter | None = None):
+    """The agents of a run: ``"folded"`` (:class:`lib.llm.folded.FoldedAgents`, float32 bases) or
+    ``"peft"`` (:class:`PeftAgents`); ``"auto"``: folded for a float32 base, peft otherwise."""
+    import torch
+    from .folded import FoldedAgents
+    if engine == "auto":
+        engine = "folded" if next(base.model.parameters()).dtype == torch.float32 else "peft"
+    if engine not in ("folded", "peft"):
+        raise ValueError(f"unknown agents engine {engine!r}; use auto, folded or peft")
+    cls = FoldedAgents if engine == "folded" else PeftAgents
+    return cls(base, hard=hard, batch_size=batch_size, counter=counter)

@@ -18,8 +18,8 @@ Counter = Callable[..., None]  # counter(prompt_tokens=…, gen_tokens=…): wor
 BASE_ROW = "__base__"  # peft's name for "no adapter" in a mixed batch
 
 
-def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] | None,
-                    max_new_tokens: int, counter: Counter | None = None) -> list[str]:
+def left_pad(base, prompt_ids: list[list[int]]):
+    """Token ids left-padded to the longest prompt, and the attention mask, on the base's device."""
     import torch
     pad = base.tok.pad_token_id
     L = max(map(len, prompt_ids))
@@ -28,23 +28,43 @@ def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] 
     for i, p in enumerate(prompt_ids):
         ids[i, L - len(p):] = torch.tensor(p)
         att[i, L - len(p):] = 1
-    ids, att = ids.to(base.device), att.to(base.device)
+    return ids.to(base.device), att.to(base.device)
+
+
+def decode_new(base, new) -> list[str]:
+    """The generated tokens as text. A chat base's reply starts in the pre-filled "Answer:"
+    (lib.llm.models.Base.prompt_ids): it is part of what the model said, so answer_of reads the
+    reply as the tagged answer it is."""
+    texts = base.tok.batch_decode(new, skip_special_tokens=True)
+    return [PREFILL + t for t in texts] if base.chat else texts
+
+
+def encode_prompts(base, prompts: Sequence[str], batch_size: int):
+    """``prompts`` sorted by token length and cut into batches: ``(index lists, [(ids, att), ...])``."""
+    enc = [base.prompt_ids(p) for p in prompts]
+    order = sorted(range(len(enc)), key=lambda k: (len(enc[k]), k))
+    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    return chunks, [left_pad(base, [enc[k] for k in c]) for c in chunks]
+
+
+def _batch_generate(base, prompt_ids: list[list[int]], adapter_names: list[str] | None,
+                    max_new_tokens: int, counter: Counter | None = None) -> list[str]:
+    import torch
+    ids, att = left_pad(base, prompt_ids)
     kw = {"adapter_names": adapter_names} if adapter_names is not None else {}
+    pad = base.tok.pad_token_id
     with torch.inference_mode():
         out = base.model.generate(input_ids=ids, attention_mask=att, do_sample=False, num_beams=1,
                                   max_new_tokens=max_new_tokens, pad_token_id=pad,
                                   eos_token_id=base.tok.eos_token_id, temperature=None, top_p=None,
                                   top_k=None, **kw)
-    new = out[:, L:]
+    new = out[:, ids.shape[1]:]
     if counter is not None:  # work for the phase timer: prefill tokens, and new tokens up to EOS
         eos = new == base.tok.eos_token_id
         n_new = torch.where(eos.any(1), eos.int().argmax(1) + 1, new.shape[1])
         counter(prompt_tokens=int(att.sum()), gen_tokens=int(n_new.sum()), gen_calls=1,
                 decode_row_steps=new.shape[0] * new.shape[1])
-    texts = base.tok.batch_decode(new, skip_special_tokens=True)
-    # a chat base's reply starts in the pre-filled "Answer:" (lib.llm.models.Base.prompt_ids): it is
-    # part of what the model said, so answer_of reads the reply as the tagged answer it is
-    return [PREFILL + t for t in texts] if base.chat else texts
+    return decode_new(base, new)
 
 
 def generate(base, prompts: Sequence[str], *, adapter: str | None = None, hard: bool = False,

@@ -56,6 +56,15 @@ class Agents(Protocol):
     def merge(self, parents: Sequence[str], weights: Sequence[float], name: str, method: str) -> str:
         """Attach agent ``name``, the ``method`` merge of ``parents`` with ``weights``; return ``name``."""
 
+    def load(self, name: str, path) -> None:
+        """Attach the adapter folder ``path`` as agent ``name``."""
+
+    def save(self, name: str, path):
+        """Write agent ``name`` as an adapter folder."""
+
+    def forget(self) -> None:
+        """Detach every agent (the base is left bare)."""
+
 
 def prompts(tasks: Sequence[Task]) -> list[str]:
     return [x.prompt for x in tasks]

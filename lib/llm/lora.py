@@ -168,6 +168,23 @@ def save_adapter(base, name: str, path: str | Path) -> Path:
     return _publish(tmp, path)
 
 
+def publish_factors(factors: dict, path: str | Path, *, r: int, alpha: int) -> Path:
+    """Write an adapter folder from LoRA factors ``{module path: (A, B)}`` (``ΔW = alpha/r · B A``),
+    as peft would save it, atomically."""
+    from safetensors.torch import save_file
+    path = Path(path)
+    tmp = _partial(path)
+    tmp.mkdir(parents=True)
+    sd = {}
+    for m, (a, b) in factors.items():
+        sd[f"base_model.model.{m}.lora_A.weight"] = a.detach().cpu().contiguous()
+        sd[f"base_model.model.{m}.lora_B.weight"] = b.detach().cpu().contiguous()
+    save_file(sd, str(tmp / FILES[1]))
+    targets = sorted({m.rsplit(".", 1)[-1] for m in factors})
+    lora_config(r=r, alpha=alpha, targets=targets).save_pretrained(str(tmp))
+    return _publish(tmp, path)
+
+
 def _partial(dst: Path) -> Path:
     """A staging folder next to ``dst``, unique to this process (runs of a sweep write concurrently)."""
     return dst.with_name(f"{dst.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")

@@ -38,12 +38,12 @@ from ..core.rows import append_rows, last_done, mark_done, progress_path, resume
 from ..methods.operators import founder_family
 from ..methods.tasks import verify
 from . import generation as step
-from .agents import PeftAgents
+from .agents import make_agents
 from .founders import ensure_founders
 from .generation import Child, Evaluation, Selection, Verifier
 from .baselines import baseline_metrics, is_baseline, run_baseline
 from .generate import generate
-from .lora import (copy_adapter, load_adapter, new_adapter, remove_all, save_adapter, train_adapter,
+from .lora import (copy_adapter, load_adapter, new_adapter, remove_all, train_adapter,
                    train_lora_on_tasks)
 from .pools import founder_seed, founder_tasks, pools_for
 from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device,  # noqa: F401
@@ -168,12 +168,12 @@ def lora_steps(n_tasks: int, epochs: int, batch_size: int) -> int:
     return epochs * -(-n_tasks // batch_size)
 
 
-def save_merged_sources(base, children: list[Child], out: Path) -> None:
+def save_merged_sources(agents, children: list[Child], out: Path) -> None:
     """A degenerate child whose source is a merge inherits the merge itself: save it now, while the
-    merged adapter is still attached (the folder is then the child's, see :func:`train_children`)."""
+    merged agent still exists (the folder is then the child's, see :func:`train_children`)."""
     for ch in children:
         if ch.degenerate and ch.source.merge_winner is not None:
-            save_adapter(base, ch.source.agent, out / f"agent{ch.index}")
+            agents.save(ch.source.agent, out / f"agent{ch.index}")
 
 
 def train_children(base, children: list[Child], parents: list[Path], out: Path, s: Settings, counter=None) -> list[Path]:
@@ -252,13 +252,16 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
 
 
 def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
-              interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None) -> list[float]:
+              interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None,
+              engine: str = "auto") -> list[float]:
     """Run (or resume) one (arm, seed) of the society; returns the wall seconds of each generation run.
 
     ``verifier(output, task) -> bool`` is the grounded signal; reporting uses it in every arm, the
     loop only where ``g > 0``. ``timer`` receives every phase and the work done in it. Besides the
     seed's metrics, each generation writes the diagnostics of the operators (:data:`DIAGNOSTICS`).
-    A baseline arm (``baseline_*``) runs :func:`run_baseline_shard` instead.
+    A baseline arm (``baseline_*``) runs :func:`run_baseline_shard` instead. ``engine``: how agents
+    answer and merge (:func:`lib.llm.agents.make_agents`; the rows do not depend on it up to float
+    rounding, see :mod:`lib.llm.folded`).
     """
     if is_baseline(arm):
         return run_baseline_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, progress=progress,
@@ -271,7 +274,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     G, N = s.generations, s.agents
 
     first = PhaseClock(timer)  # generation 0 also times the founders
-    agents = PeftAgents(base, hard=s.hard, batch_size=s.gen_batch, counter=first.count)
+    agents = make_agents(base, engine=engine, hard=s.hard, batch_size=s.gen_batch, counter=first.count)
     done = resume_shard(shard, "generation")
     if done is None:
         with first("founders"):  # trained once per seed (0 s when another arm already did)
@@ -293,7 +296,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         names = [f"t{t}a{i}" for i in range(N)]
         with clock("load"):
             for n, d in zip(names, dirs):
-                load_adapter(base, n, d)
+                agents.load(n, d)
         gp = pools.at(t)
 
         with clock("evaluate"):
@@ -311,8 +314,8 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
             children = step.reproduce(sources, sel.elites, gp.inheritance,
                                       child_seed=lambda c, t=t: child_seed(seed, arm, t, c))
             out = root / arm / f"gen{t + 1}"
-            save_merged_sources(base, children, out)
-            remove_all(base)
+            save_merged_sources(agents, children, out)
+            agents.forget()
             with clock("train"):
                 new_dirs = train_children(base, children, dirs, out, s, clock.count)
             pending = rows.births(t + 1, children)
@@ -320,7 +323,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
                                        for ch in children if not ch.elite and not ch.degenerate)
             cost["val_evals"] += (N - a.elitism) * s.n_candidates if a.grounded and a.merge else 0  # screening
         else:
-            remove_all(base)
+            agents.forget()
             out_rows += rows.costs(t, cost)
 
         new_walls.append(time.time() - tic)
@@ -382,12 +385,13 @@ def load_rows(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
 
 
 def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Verifier = verify,
-                   interrupt_after: int | None = None, base=None, timer: PhaseTimer | None = None) -> pd.DataFrame:
+                   interrupt_after: int | None = None, base=None, timer: PhaseTimer | None = None,
+                   engine: str = "auto") -> pd.DataFrame:
     """Run every (arm, seed) of ``cfg`` (resuming finished generations); return its tidy rows.
 
     ``folder`` overrides ``data/<scale>/<experiment>/``; ``verifier`` and ``interrupt_after`` are
     test hooks; ``base`` reuses an already loaded base (it must be ``cfg['base_model']``); ``timer``
-    receives every phase of every generation (:mod:`lib.llm.timing`).
+    receives every phase of every generation (:mod:`lib.llm.timing`); ``engine`` as :func:`run_shard`.
     """
     from tqdm.auto import tqdm
     from .models import base_identity, load_base
@@ -424,7 +428,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
         for seed in seed_list(cfg):
             for arm in cfg["arms"]:
                 run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier,
-                          interrupt_after=interrupt_after, progress=bar, timer=timer)
+                          interrupt_after=interrupt_after, progress=bar, timer=timer, engine=engine)
                 write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
                                status="running", extra=extra())
     write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0, status="complete",
