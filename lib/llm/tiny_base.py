@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     info = json.loads((Path(args.out) / "build_info.json").read_text())
     info["test_accuracy"] = {k: round(v, 3) for k, v in fit.items()}
     info["test_tasks"] = dict(TINY_TEST_TASKS)
+    info["test_tasks_note"] = "distinct tasks of each family's test part (lib.llm.pools.draw), never pre-trained on"
+    info["pretraining"] = "each family's pretrain part, familiar region only (lib.llm.pools.pretrain_tasks)"
     (Path(args.out) / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return 0
 
