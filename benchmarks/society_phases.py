@@ -9,9 +9,12 @@ from the same founders, alternating the two so that load on the machine hits bot
 - per phase (load, evaluate, screen, inherit, train) the median seconds of the breeding generation
   under each engine and their ratio, and the whole breeding generation's ratio;
 - whether the two engines wrote identical rows (every value of every row);
-- each phase's floor: its FLOPs (from the tokens the phase processed: 2 × non-embedding parameters
-  per prompt or generated token, ×3 for a training token) at the machine's matmul throughput,
-  measured here with a one-thread float32 matmul of the model's own shapes.
+- each phase's floor: its FLOPs at the machine's matmul throughput (measured here, best of 5, with a
+  one-thread float32 matmul of the model's own MLP shape). FLOPs: 2 per weight of every Linear layer
+  (the output head included) per token the phase must process — prompt tokens and generated tokens
+  of generation 0 (counted by the folded run), and ×2 for a training token (the forward, and the
+  backward through the frozen base to the LoRA factors). Attention scores and the LoRA factors
+  themselves are left out, so the floor is a lower bound.
 
     python benchmarks/society_phases.py configs/society/cpu.yaml [--arm full] [--repeats 3]
     python benchmarks/society_phases.py configs/society/cpu.yaml --from-data   # the committed run's own times
@@ -36,15 +39,19 @@ from lib.llm.timing import PhaseTimer
 PHASES = ("load", "evaluate", "screen", "inherit", "train")
 
 
-def matmul_gflops(hidden: int, inter: int, rows: int = 2048, reps: int = 30) -> float:
-    """One-thread float32 matmul throughput (GFLOP/s) on the model's MLP shape (rows × hidden @ hidden × inter)."""
+def matmul_gflops(hidden: int, inter: int, rows: int = 2048, reps: int = 30, tries: int = 5) -> float:
+    """One-thread float32 matmul throughput (GFLOP/s, best of ``tries``) on the model's MLP shape
+    (rows × hidden @ hidden × inter)."""
     import torch
     x, w = torch.randn(rows, hidden), torch.randn(inter, hidden)
     torch.nn.functional.linear(x, w)
-    t = time.perf_counter()
-    for _ in range(reps):
-        torch.nn.functional.linear(x, w)
-    return 2 * rows * hidden * inter * reps / (time.perf_counter() - t) / 1e9
+    best = 0.0
+    for _ in range(tries):
+        t = time.perf_counter()
+        for _ in range(reps):
+            torch.nn.functional.linear(x, w)
+        best = max(best, 2 * rows * hidden * inter * reps / (time.perf_counter() - t) / 1e9)
+    return best
 
 
 def flops_per_token(model) -> float:
@@ -54,10 +61,16 @@ def flops_per_token(model) -> float:
 
 
 def one_run(base, cfg: dict, engine: str, root: Path, tag: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The run under ``engine``; the work (tokens, steps) is counted over generation 0 alone (the
+    breeding generation), then the run resumes to the end."""
     run = {**cfg, "adapters_dir": str(root / "runs")}
     folder = root / f"data_{tag}"
     timer = PhaseTimer(cuda=False)
-    society.run_experiment(run, folder=folder, base=base, engine=engine, timer=timer)
+    try:
+        society.run_experiment(run, folder=folder, base=base, engine=engine, timer=timer, interrupt_after=0)
+    except society.Interrupted:
+        pass
+    society.run_experiment(run, folder=folder, base=base, engine=engine)
     w = society.generation_walls(run, folder)
     return society.load_rows(run, folder), w, {r["phase"]: r for r in timer.rows()}
 
@@ -104,7 +117,7 @@ def main() -> None:
     print(f"matmul throughput (1 thread, float32, 2048 x {base.model.config.hidden_size} @ "
           f"{base.model.config.hidden_size} x {base.model.config.intermediate_size}): {gf:.1f} GFLOP/s; "
           f"{fpt / 1e6:.2f} MFLOP per token through the model")
-    print(f"\nbreeding generation, median over repeats (seconds):")
+    print("\nbreeding generation (generation 0), median over repeats (seconds):")
     print(f"{'phase':<10} {'peft':>8} {'folded':>8} {'ratio':>7}   {'FLOP floor':>10}  (work in the folded run)")
     for ph in [c for c in PHASES if c in med["peft"]] + ["wall_s"]:
         a, b = float(med["peft"][ph]), float(med["folded"][ph])
@@ -115,7 +128,7 @@ def main() -> None:
             floor, what = f"{tok * fpt / gf / 1e9:.2f}", f"{wk.get('prompt_tokens', 0)} prompt + {wk.get('decode_row_steps', 0)} decode tokens"
         elif ph == "train" and wk:
             tok = wk.get("train_tokens", 0)
-            floor, what = f"{3 * tok * fpt / gf / 1e9:.2f}", f"{tok} training tokens, {wk.get('train_steps', 0)} steps"
+            floor, what = f"{2 * tok * fpt / gf / 1e9:.2f}", f"{tok} training tokens, {wk.get('train_steps', 0)} steps"
         label = "generation" if ph == "wall_s" else ph
         print(f"{label:<10} {a:>8.2f} {b:>8.2f} {a / b if b else float('nan'):>6.2f}x   {floor:>10}  {what}")
     key = ["arm", "seed", "generation", "agent", "metric"]

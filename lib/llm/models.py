@@ -122,9 +122,15 @@ class Base:
     chat: bool
     device: str = "cpu"
     info: dict = field(default_factory=dict)
+    _ids: dict = field(default_factory=dict, repr=False)  # prompt -> token ids (the loop asks again and again)
 
     def prompt_ids(self, prompt: str) -> list[int]:
         """Token ids the model is conditioned on for a task prompt (BOS / chat template included)."""
+        if prompt not in self._ids:
+            self._ids[prompt] = self._encode_prompt(prompt)
+        return list(self._ids[prompt])
+
+    def _encode_prompt(self, prompt: str) -> list[int]:
         if self.chat:
             text = self.tok.apply_chat_template(
                 [{"role": "user", "content": CHAT_INSTRUCTION.format(prompt=prompt)}],
