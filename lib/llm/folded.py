@@ -8,7 +8,8 @@ way:
 - an agent is its update ``ΔW = s · B A`` per adapted module, read straight from its adapter folder;
 - a merge is computed on the factors — exact: ``A = [w₁s₁A₁; w₂s₂A₂]``, ``B = [B₁ B₂]``
   (``ΔW = Σ wᵢ sᵢ BᵢAᵢ``, peft's ``cat``); linear: ``A = Σ √(wᵢsᵢ) Aᵢ``, ``B = Σ √(wᵢsᵢ) Bᵢ``
-  (peft's ``linear``) — no peft adapter is created;
+  (peft's ``linear``); ties: TIES of the dense updates (peft's ``ties`` of ``merge_utils``, kept
+  dense) — no peft adapter is created;
 - to answer, ``W + ΔW`` is written into the base weights (restored afterwards), and the bare model
   decodes greedily with :func:`greedy_decode`, which drops each row from the batch once it has
   emitted EOS (HF ``generate`` keeps computing finished rows until the whole batch is done) and
@@ -31,6 +32,7 @@ from typing import Sequence
 
 from .generate import BASE_ROW, Counter, decode_new
 from .lora import FILES, check_adapter_dir
+from .merge import TIES_DENSITY
 
 PREFIX = "base_model.model."  # peft's key prefix in adapter files
 
@@ -123,6 +125,11 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
     return out
 
 
+def _delta(a, b, s):
+    """An agent's update of one module: ``s · B A``, or ``A`` itself when it is kept dense (``B`` None)."""
+    return a if b is None else s * (b @ a)
+
+
 class FoldedAgents:
     """:class:`lib.llm.generation.Agents` on a float32 base, by folding (see the module docstring)."""
 
@@ -173,8 +180,13 @@ class FoldedAgents:
             elif method == "linear":
                 A = sum(math.sqrt(w * s) * a for a, _, s, w in parts)
                 B = sum(math.sqrt(w * s) * b for _, b, s, w in parts)
+            elif method == "ties":  # TIES of the dense updates (kept dense: B is None)
+                from peft.utils.merge_utils import ties
+                A = ties([_delta(a, b, s) for a, b, s, _ in parts], torch.tensor([w for *_, w in parts]),
+                         TIES_DENSITY, "total")
+                B = None
             else:
-                raise ValueError(f"FoldedAgents merges exact or linear, not {method!r}")
+                raise ValueError(f"FoldedAgents merges exact, linear or ties, not {method!r}")
             out[m] = (A, B, 1.0)
         self.factors[name] = out
         return name
@@ -184,11 +196,20 @@ class FoldedAgents:
             d.clear()
 
     def save(self, name: str, path: str | Path) -> Path:
-        """Write agent ``name`` as a LoRA adapter folder (rank of its factors, scaling folded into A)."""
+        """Write agent ``name`` as a LoRA adapter folder (rank of its factors, scaling folded into A; a
+        dense update by its SVD at full rank, which reproduces it)."""
+        import torch
         from .lora import publish_factors
-        f = self.factors[name]
-        r = next(iter(f.values()))[0].shape[0]
-        return publish_factors({m: (a * s, b) for m, (a, b, s) in f.items()}, path, r=r, alpha=r)
+        f = {}
+        for m, (a, b, s) in self.factors[name].items():
+            if b is None:
+                u, sv, vh = torch.linalg.svd(a, full_matrices=False)
+                f[m] = (vh, u * sv)
+            else:
+                f[m] = (a * s, b)
+        ranks = {a.shape[0] for a, _ in f.values()}
+        r = min(ranks)
+        return publish_factors({m: (a[:r], b[:, :r]) for m, (a, b) in f.items()}, path, r=r, alpha=r)
 
     # ------------------------------------------------------------------ answering
     def _weights(self):
@@ -210,7 +231,7 @@ class FoldedAgents:
         try:
             with torch.no_grad():
                 for m, (a, b, s) in self.factors[name].items():
-                    ws[m].add_(s * (b @ a))
+                    ws[m].add_(_delta(a, b, s))
             yield
         finally:
             with torch.no_grad():

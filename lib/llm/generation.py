@@ -37,6 +37,14 @@ from .settings import Arm
 
 MIN_INHERIT = 8  # fewer usable answers than this: the child is a copy of its source
 
+# An arm's recombination -> (the agents' merge method, the scale of the candidate weights). The seed's
+# merges weight the parents by w on the simplex, so an exact merge of two specialists is their mean
+# update: each parent's update is halved. This project's additions keep them whole: ``sum`` adds the
+# updates with weights 2w (the plain candidate is ΔW_a + ΔW_b), ``ties`` TIES-merges them with
+# weights 2w (trim, elect a sign per entry, mean of the agreeing entries: an entry only one parent
+# changed is kept as it is).
+MERGES = {"exact": ("exact", 1.0), "linear": ("linear", 1.0), "sum": ("exact", 2.0), "ties": ("ties", 2.0)}
+
 Verifier = Callable[[str, Task], bool]
 Clock = Callable[[str], object]  # clock("screen") is a context manager timing that phase
 
@@ -213,7 +221,8 @@ def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection,
     by a draw from ``rng`` (not by the lowest index, which would favour the plain average)."""
     pairs = complementary_pairs(sel.parents, ev.distance, n_pairs)
     weights = [sample_merge_weights(2, n_candidates, rng) for _ in pairs]
-    cands = [[agents.merge([names[pa], names[pb]], weights[c][k].tolist(), f"{tag}c{c}k{k}", arm.merge)
+    method, scale = MERGES[arm.merge]
+    cands = [[agents.merge([names[pa], names[pb]], (scale * weights[c][k]).tolist(), f"{tag}c{c}k{k}", method)
               for k in range(n_candidates)] for c, (pa, pb) in enumerate(pairs)]
     flat = [n for group in cands for n in group]
     if arm.grounded:

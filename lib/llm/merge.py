@@ -24,6 +24,7 @@ from typing import Sequence
 from .lora import remove_adapter
 
 COMBINATION = {"exact": "cat", "linear": "linear", "ties": "ties_svd", "dare_ties": "dare_ties_svd"}
+TIES_DENSITY = 0.5  # the sex_ties arm's TIES density (the baselines choose theirs on val)
 
 
 def merge_adapters(base, parents: Sequence[str], weights: Sequence[float], name: str,

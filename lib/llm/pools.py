@@ -39,7 +39,7 @@ import numpy as np
 
 from ..core.config import load_yaml
 from ..core.errors import cli_main
-from ..methods.tasks import Task, make_tasks, region
+from ..methods.tasks import Task, iter_tasks, region
 from .settings import Settings, seed_list, validate_config
 
 PARTS = {"pretrain": (0.0, 0.50), "founders": (0.50, 0.70), "children": (0.70, 0.85),
@@ -68,25 +68,25 @@ def draw(family: str, part: str, n: int, seed: int, *, hard: bool = False, disti
     prompt twice. Prefix-stable: the first ``k`` of ``n`` equal a draw of ``k``."""
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; parts are {list(PARTS)}")
+    out, seen, since = [], set(), 0
     if n <= 0:
-        return []
-    m = max(16, 4 * n)
-    while True:
-        out, seen = [], set()
-        for t in make_tasks(family, m, seed=seed, hard=hard):
-            if part_of(t) != part or t.prompt in exclude or (familiar_only and region(t) != "familiar"):
-                continue
-            if distinct:
-                if t.prompt in seen:
-                    continue
-                seen.add(t.prompt)
-            out.append(t)
-            if len(out) == n:
-                return out
-        if m > 1000 * max(n, 1):
+        return out
+    for k, t in enumerate(iter_tasks(family, seed, hard)):
+        # a part with no new task in this many draws holds fewer than n that fit
+        if k >= 1000 * n or since > max(20_000, 50 * n):
             raise ValueError(f"the {part} part of {family} has fewer than {n} tasks that fit "
                              f"(found {len(out)}): enlarge the family, or ask for fewer")
-        m *= 2
+        since += 1
+        if part_of(t) != part or t.prompt in exclude or (familiar_only and region(t) != "familiar"):
+            continue
+        if distinct:
+            if t.prompt in seen:
+                continue
+            seen.add(t.prompt)
+        out.append(t)
+        since = 0
+        if len(out) == n:
+            return out
 
 
 def _pool_seed(seed: int, t: int, i: int, tag: int) -> int:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from ..core.config import Field, validate
 from ..core.paths import DATA, REPO_ROOT, runs_dir
-from ..methods.operators import V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
+from ..methods.operators import ADDED_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
 from ..methods.tasks import FAMILIES
 
 from .lora import ALL_LINEAR, TARGETS
 
-KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS}
+KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS}
 # the field's one-shot merges and multitask training on the same founders (lib.llm.baselines)
 BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
              "baseline_lorahub", "baseline_multitask")
@@ -68,7 +68,8 @@ class Arm:
     ``label`` is the arm as written in the config and the rows (``"full@e1"``); ``name`` the seed's
     arm (``"full"``); ``g`` its grounding knob (0 for ``no_grounding``: the verifier never enters
     its loop); ``merge`` its recombination (None: children are copies; ``"exact"``: Σ wᵢ BᵢAᵢ;
-    ``"linear"``: peft's linear merge of the factors); ``diversity`` quality-diversity selection
+    ``"linear"``: peft's linear merge of the factors; ``"sum"``, ``"ties"``: the additions that do not
+    dilute, :data:`lib.llm.generation.MERGES`); ``diversity`` quality-diversity selection
     (else top-P); ``elitism`` the top scorers copied unchanged.
     """
 

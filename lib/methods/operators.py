@@ -163,16 +163,20 @@ def complementary_pairs(parents: Sequence[int], dist, n_pairs: int) -> list[tupl
     return [ranked[k % len(ranked)] for k in range(n_pairs)]
 
 
-# arm -> (uses grounding knob g, sex: None | "exact" | "linear", diversity-preserving selection)
+# arm -> (uses grounding knob g, sex: None | "exact" | "linear" | "sum" | "ties", diversity-preserving selection)
 ARMS = {
     "full": (True, "exact", True),
     "no_grounding": (False, "exact", True),
     "no_sex": (True, None, True),
     "no_diversity": (True, "exact", False),
     "sex_linear": (True, "linear", True),
+    # this project's additions: recombination that does not dilute the parents' updates
+    "sex_sum": (True, "sum", True),
+    "sex_ties": (True, "ties", True),
 }
 V1_ARMS = ("full", "no_grounding", "no_sex", "no_diversity")
 V2_ARMS = V1_ARMS + ("sex_linear",)
+ADDED_ARMS = ("sex_sum", "sex_ties")  # not in the seed: recombination without dilution (lib.llm.generation)
 
 
 def arm_settings(arm: str, g: float) -> dict:
@@ -180,7 +184,9 @@ def arm_settings(arm: str, g: float) -> dict:
 
     ``g`` is the grounding weight in ``score = g·fitness + (1−g)·conformity`` (0 for
     ``no_grounding``); ``sex`` is ``None`` (children are copies of selected parents), ``"exact"``
-    (merge = Σ wᵢ·BᵢAᵢ) or ``"linear"`` (peft's linear merge of the A and B factors); ``diversity``
+    (merge = Σ wᵢ·BᵢAᵢ), ``"linear"`` (peft's linear merge of the A and B factors), ``"sum"`` (Σ 2wᵢ·BᵢAᵢ:
+    the weights sum to 2, so the plain candidate is the sum of the updates) or ``"ties"`` (TIES-merging
+    of the updates with weights 2wᵢ); ``diversity``
     switches quality-diversity selection on (off: top-P). The v1 loop (seed) merges every sexual
     arm with peft's ``linear`` combination and has no ``sex_linear`` arm.
     """

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
+from typing import Iterator
 
 import numpy as np
 
@@ -47,7 +49,7 @@ def _lists(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
 def _strings(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
     k = int(rng.integers(6, 10) if hard else rng.integers(3, 6))
     letters = "abcdefghijklmnopqrstuvwxyz" if hard else "abcdefghij"
-    s = "".join(rng.choice(list(letters), size=k).tolist())
+    s = "".join(letters[j] for j in rng.integers(0, len(letters), size=k))  # = rng.choice(list(letters), k)
     return f"rev {s} =", s[::-1]
 
 
@@ -62,18 +64,23 @@ def _arith(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
 _MAKERS = {"lists": _lists, "strings": _strings, "arith": _arith}
 
 
-def make_tasks(family: str, n: int, seed: int, hard: bool = False) -> list[Task]:
-    """``n`` tasks of ``family``, a deterministic function of ``(family, n, seed, hard)``.
+def iter_tasks(family: str, seed: int, hard: bool = False) -> Iterator[Task]:
+    """The endless task stream of ``(family, seed, hard)``: draws from ``numpy.random.default_rng(seed)``."""
+    check_family(family)
+    rng = np.random.default_rng(seed)
+    make = _MAKERS[family]
+    while True:
+        yield Task(family, *make(rng, hard))
 
-    Draws use ``numpy.random.default_rng(seed)``; the first ``k`` tasks of a call with ``n > k``
-    equal the tasks of a call with ``n = k``.
-    """
+
+def make_tasks(family: str, n: int, seed: int, hard: bool = False) -> list[Task]:
+    """``n`` tasks of ``family``, a deterministic function of ``(family, n, seed, hard)``: the first
+    ``n`` of :func:`iter_tasks` (so the first ``k`` tasks of a call with ``n > k`` equal the tasks of a
+    call with ``n = k``)."""
     check_family(family)
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    rng = np.random.default_rng(seed)
-    make = _MAKERS[family]
-    return [Task(family, *make(rng, hard)) for _ in range(n)]
+    return list(islice(iter_tasks(family, seed, hard), n))
 
 
 def make_pool(families, n_per_family: int, seed: int, hard: bool = False) -> list[Task]:
