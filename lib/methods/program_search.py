@@ -413,6 +413,22 @@ def initial_proposal(cfg: SearchConfig) -> tuple[np.ndarray, np.ndarray]:
     return mean, std
 
 
+def propose_pair(rng: np.random.Generator, grammar, mean: np.ndarray, std: np.ndarray, pool: list[int],
+                 cfg: SearchConfig) -> tuple[list[int], np.ndarray]:
+    """One candidate program (A, B): gate parameters ~ N(mean, std); each side's two parents drawn from
+    the pool (or, with probability :data:`FRESH_PARENT`, from all primitives); the two new nodes are
+    added to ``grammar``. Returns (the node indices, the parameters)."""
+    params = rng.normal(mean, std)
+    pair = []
+    for side in range(2):
+        parents = []
+        for _ in range(2):
+            options = list(range(cfg.primitives)) if rng.random() < FRESH_PARENT else pool
+            parents.append(int(rng.choice(options)))
+        pair.append(grammar.add(parents, params[side]))
+    return pair, params
+
+
 def update_proposal(mean: np.ndarray, std: np.ndarray, elite_params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One proposal update from the elite's gate parameters (shape ``(elite, 2, 2, responses + 1)``):
     ``mean ← .65·mean + .35·mean(elite)``, ``std ← clip(.8·std + .2·std(elite), .12, 2.4)``."""
@@ -450,14 +466,7 @@ def one_run(seed: int, method: str, cfg: SearchConfig, setup: SeedSetup | None =
         number = cfg.candidate_budget // 2 if tournament else cfg.candidate_budget
         candidates = []
         for _ in range(number):
-            params = rng.normal(mean, std)
-            pair = []
-            for side in range(2):
-                parents = []
-                for _ in range(2):
-                    options = list(range(cfg.primitives)) if rng.random() < FRESH_PARENT else pool
-                    parents.append(int(rng.choice(options)))
-                pair.append(grammar.add(parents, params[side]))
+            pair, params = propose_pair(rng, grammar, mean, std, pool, cfg)
             flags = [bool(rng.integers(0, 2)) for _ in range(cfg.train_states)] if mode == "random_order" else None
             loss, choices = evaluate_program(grammar, pair, "train", mode, cfg.score_tolerance, flags, both=tournament)
             training_program_executions += cfg.train_states * (2 if tournament else 1)

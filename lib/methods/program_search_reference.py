@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from .program_search import (COST_NOTE, FRESH_PARENT, MODE, SearchConfig, Task, heldout_rng, initial_proposal,
+from .program_search import (COST_NOTE, MODE, SearchConfig, Task, heldout_rng, initial_proposal, propose_pair,
                              search_rng, update_proposal)
 
 
@@ -176,14 +176,7 @@ def one_run(seed: int, method: str, cfg: SearchConfig):
         number = cfg.candidate_budget // 2 if tournament else cfg.candidate_budget
         candidates = []
         for _ in range(number):
-            params = rng.normal(mean, std)
-            pair = []
-            for side in range(2):
-                parents = []
-                for _ in range(2):
-                    options = list(range(cfg.primitives)) if rng.random() < FRESH_PARENT else pool
-                    parents.append(int(rng.choice(options)))
-                pair.append(grammar.add(parents, params[side]))
+            pair, params = propose_pair(rng, grammar, mean, std, pool, cfg)
             loss, choices = evaluate_program(grammar, pair, task.train, train_anchors, mode, cfg, rng, both=tournament)
             training_program_executions += cfg.train_states * (2 if tournament else 1)
             prediction_anchors += cfg.train_states if method not in ("random_order", "direct_tournament") else 0
