@@ -38,12 +38,26 @@ def test_parts_partition_each_family_and_pretraining_stays_in_its_part():
             assert pools.part_of(t) == "pretrain" and region(t) == "familiar"
 
 
+_AUDITS: dict = {}
+
+
+def audit(cfg: dict, seed: int) -> dict:
+    """pools.audit, once per (settings that shape the pools, seed): the variant configs of one run
+    (elitism, g sweep, recombination) share their main run's pools."""
+    s = Settings.of(cfg)
+    key = (s.families, s.agents, s.generations, s.n_test, s.n_val, s.n_screen, s.n_conf, s.n_inherit,
+           s.spec_train, s.hard, s.base_model, seed)
+    if key not in _AUDITS:
+        _AUDITS[key] = pools.audit(cfg, seed, pretraining=False)
+    return _AUDITS[key]
+
+
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_pool_of_every_seed_is_disjoint_from_every_other_part(path):
     cfg = validate_config(load_yaml(path))
     s = Settings.of(cfg)
     for seed in seed_list(cfg):
-        pool = pools.audit(cfg, seed, pretraining=False)
+        pool = dict(audit(cfg, seed))
         if s.base_model == "tiny":
             pool["pretraining"] = sorted(pretraining())
         by_part: dict[str, set[str]] = {}

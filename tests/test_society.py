@@ -221,10 +221,10 @@ def test_elites_are_the_top_scores_not_the_first_parents():
     assert elite_indices(np.array([0.3, 0.2]), 0) == []
 
 
-def test_tiny_base_always_runs_in_float32(monkeypatch):
+def test_tiny_base_runs_in_float32_unless_bf16_is_asked_for(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert society.base_dtype({"base_model": "tiny", "dtype": "auto"}) == "fp32"
-    assert society.base_dtype({"base_model": "tiny", "dtype": "bf16"}) == "fp32"
+    assert society.base_dtype({"base_model": "tiny", "dtype": "bf16"}) == "bf16"  # tests/test_bf16_cpu.py
     assert society.base_dtype({"base_model": "smollm2-135m", "dtype": "auto"}) == "bf16"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert society.base_dtype({"base_model": "smollm2-135m", "dtype": "auto"}) == "fp32"
@@ -262,3 +262,32 @@ def test_run_keeps_the_last_population_and_writes_the_diagnostics(tiny_base, tmp
     assert "merge_winner" not in set(df[df.arm == "no_sex"].metric)
     w = society.generation_walls(cfg, tmp_path / "data")
     assert {"evaluate", "train"} <= set(w.columns) and (w.wall_s > 0).all()
+
+
+def test_a_child_with_too_few_answers_is_a_copy_of_its_source(tiny_base, tmp_path):
+    """n_inherit below the 8-answer minimum: every bred child is degenerate, and it inherits its
+    source — the screened merge of its two parents (one candidate: the plain average) — not a parent."""
+    import json
+    from safetensors.torch import load_file
+
+    def delta(folder):
+        sd = load_file(str(folder / "adapter_model.safetensors"))
+        c = json.loads((folder / "adapter_config.json").read_text())
+        s = c["lora_alpha"] / c["r"]
+        return {k.rsplit(".lora_A", 1)[0]: s * (sd[k.replace("lora_A", "lora_B")] @ sd[k]) for k in sd if ".lora_A." in k}
+
+    cfg = cfg_with(tmp_path, arms=["full"], n_inherit=6, n_candidates=1, keep_all_adapters=True)
+    df = society.run_experiment(cfg, folder=tmp_path / "data", base=tiny_base)
+    born = df[df.generation == 1]
+    assert (born[born.metric == "inherit_n"].value < 8).all()
+    runs = tmp_path / "runs" / "s0"
+    founders = {int(d.name[5:].split("_")[0]): d for d in runs.glob("founders-*/agent*")}
+    checked = 0
+    for child in sorted((runs / "full" / "gen1").iterdir()):
+        c = int(child.name.removeprefix("agent"))
+        a, b = divmod(int(born[(born.agent == c) & (born.metric == "parents")].value.item()), 100)
+        got, da, db = delta(child), delta(founders[a]), delta(founders[b])
+        for k in da:
+            assert torch.allclose(got[k], 0.5 * da[k] + 0.5 * db[k], atol=1e-6), (c, k)
+        checked += a != b
+    assert checked > 0  # at least one child of two different parents
