@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lib.llm import baselines, lora, society
-from lib.llm.merge import delta_weights, merge_adapters
+from lib.llm.merge import delta_weights, full_rank, merge_adapters
 from lib.llm.settings import BASELINES, Settings
 from lib.methods.tasks import make_tasks
 
@@ -44,7 +44,7 @@ def test_a_soup_of_identical_adapters_is_the_adapter(tiny_base, two):
 
 
 def test_ties_at_density_one_of_one_adapter_is_the_adapter(tiny_base, two):
-    rank = baselines.full_rank(tiny_base, [two[0]])
+    rank = full_rank(tiny_base, [two[0]])
     assert rank == 128  # the tiny base's q_proj / v_proj are 128 x 128
     merge_adapters(tiny_base, [two[0]], [1.0], "t1", "ties", density=1.0, svd_rank=rank)
     got, want = delta_weights(tiny_base, "t1"), delta_weights(tiny_base, two[0])

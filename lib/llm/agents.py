@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .generate import BASE_ROW, Counter, generate_agents
 from .lora import load_adapter, remove_all, save_adapter
-from .merge import TIES_DENSITY, merge_adapters
+from .merge import TIES_DENSITY, full_rank, merge_adapters
 
 
 class PeftAgents:
@@ -31,7 +31,6 @@ class PeftAgents:
 
     def merge(self, parents: Sequence[str], weights: Sequence[float], name: str, method: str) -> str:
         if method == "ties":  # TIES of the updates, back to a LoRA at full rank (exact)
-            from .baselines import full_rank
             return merge_adapters(self.base, parents, weights, name, "ties", density=TIES_DENSITY,
                                   svd_rank=full_rank(self.base, parents))
         return merge_adapters(self.base, parents, weights, name, method)

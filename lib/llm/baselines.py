@@ -32,7 +32,7 @@ import numpy as np
 from ..methods.operators import fitness_of
 from ..methods.tasks import Task
 from .generation import prompts, test_accuracy
-from .merge import merge_adapters
+from .merge import full_rank, merge_adapters
 from .settings import BASELINES, Settings
 
 TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
@@ -59,16 +59,6 @@ class Result:
     val_evals: int
     train_steps: int
     chosen: dict
-
-
-def full_rank(base, names: Sequence[str]) -> int:
-    """The smallest full rank of any adapted module (an SVD at this rank reproduces a merged update exactly)."""
-    ranks = []
-    for _, mod in base.model.named_modules():
-        if hasattr(mod, "lora_A") and names[0] in mod.lora_A:
-            w = mod.get_base_layer().weight
-            ranks.append(min(w.shape))
-    return min(ranks)
 
 
 def choose_on_val(candidates: Sequence[dict], make: Callable[[dict], str], val_score: Callable[[str], float]) -> tuple[dict, str, int]:

@@ -52,6 +52,16 @@ def merge_adapters(base, parents: Sequence[str], weights: Sequence[float], name:
     return name
 
 
+def full_rank(base, names: Sequence[str]) -> int:
+    """The smallest full rank of any adapted module (an SVD at this rank reproduces a merged update exactly)."""
+    ranks = []
+    for _, mod in base.model.named_modules():
+        if hasattr(mod, "lora_A") and names[0] in mod.lora_A:
+            w = mod.get_base_layer().weight
+            ranks.append(min(w.shape))
+    return min(ranks)
+
+
 def delta_weights(base, name: str) -> dict:
     """``{module: s · B A}`` of adapter ``name`` for every adapted module (for tests and diagnostics)."""
     out = {}
