@@ -12,8 +12,11 @@ The config's ``kind`` names the runner. Every runner module exposes the same thr
   runs of several shards share it (without the keys that only choose shards).
 
 Before any work, :func:`preflight` checks what the user can get wrong and can be checked cheaply:
-the base model's files, a data folder holding another config's data, and (for ``cpu``/``paper``
-data that still has to be computed) a git tree with uncommitted changes. A user error is one line
+the base model's files (first, and locally: a mistyped name is named as such, in a second), a data
+folder holding another config's data or a damaged manifest or progress file, and (for
+``cpu``/``paper`` data that still has to be computed) a git tree with uncommitted changes. The
+runners check the rows they read (:mod:`lib.core.rows`) and lock the shards they write
+(:mod:`lib.core.locks`): a second run on the same shards is refused. A user error is one line
 on stderr and exit status 2 (:func:`lib.core.errors.cli_main`); ``--allow-dirty`` allows a dirty tree
 and records ``allow_dirty: true`` in the manifest.
 """
@@ -87,8 +90,9 @@ def check_folder(cfg: dict) -> None:
 def preflight(cfg: dict, *, will_write: bool | None = None, replacing: bool = False) -> None:
     """Cheap checks of a validated config before any work (raise a :class:`lib.core.errors.UserError`).
 
-    The base model's files exist (configs with ``base_model``); the data folder holds no other
-    config's data; and, where data is still to be written (``will_write``; default: the runner's
+    The base model's files exist locally (configs with ``base_model``; checked first, without the
+    network, :func:`lib.llm.models.check_base_available`); the data folder holds no other config's
+    data and its manifest and progress files are readable; and, where data is still to be written (``will_write``; default: the runner's
     ``shard_done`` is false), the tree is clean for ``cpu``/``paper`` data. ``replacing``: the
     folder's old data will be moved aside (``lib.reproduce --force``), so its config does not matter.
     """

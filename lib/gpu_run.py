@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from .core.config import ConfigError, load_yaml
+from .core.jsonfile import append_jsonl
 from .core.paths import REPO_ROOT
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "society" / "paper.yaml"
@@ -125,8 +126,7 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
         if "founders" in timer.stats:
             founders_s = timer.stats["founders"].wall_s
         timings.append(rec)
-        with open(folder / TIMINGS, "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        append_jsonl(folder / TIMINGS, rec, fix="it only logs timings: delete that line (or the file) and run again")
         log(f"[{arm} s{seed} gen {t}] {wall:.1f} s\n{timer.report()}")
     log(f"stopped: {stopped}; re-run the same command to continue")
     return {"done": False, "generations": ran, "timings": timings, "stopped": stopped}
@@ -192,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     base = None
     if args.budget_s > 0:
         tic = time.perf_counter()
-        dtype = ("bf16" if torch.cuda.is_available() else "fp32") if cfg["dtype"] == "auto" else cfg["dtype"]
-        base = load_base(cfg["base_model"], dtype=dtype)
+        base = load_base(cfg["base_model"], dtype=society.base_dtype(cfg))  # as run_experiment resolves it
         print(f"base {cfg['base_model']} ({base.info.get('dtype')}, {base.info['params'] / 1e6:.1f} M parameters) "
               f"loaded in {time.perf_counter() - tic:.1f} s on {base.device}")
     left = args.budget_s - (time.perf_counter() - t0)

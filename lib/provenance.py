@@ -21,7 +21,9 @@ import pandas as pd
 from .core.config import config_hash, load_yaml
 from .experiment import runner
 from .plots.style import read_index, rel
+from .core.errors import DamagedFileError, one_line
 from .core.manifest import read_manifest
+from .core.rows import damaged_shards
 from .core.paths import REPO_ROOT, config_path, data_dir, figures_dir
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "program_search")
@@ -33,8 +35,12 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
     for exp in experiments:
         cpath = config_path(exp, scale)
         folder = data_dir(scale, exp)
-        m = read_manifest(folder)
         row = {"experiment": exp, "config": rel(cpath), "data": rel(folder)}
+        try:
+            m = read_manifest(folder)
+        except DamagedFileError as e:
+            rows.append({**row, "agrees": False, "note": f"damaged: {one_line(e)}"})
+            continue
         if not cpath.is_file():
             rows.append({**row, "agrees": False, "note": "no config file"})
             continue
@@ -47,9 +53,12 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
             rows.append({**row, "agrees": False, "note": "no manifest.json (run the experiment)"})
             continue
         ok = m.get("config_hash") == want
-        rows.append({**row, "agrees": ok and m.get("status") == "complete",
+        damaged = damaged_shards(folder)  # the rows are checked too, not only their manifest
+        rows.append({**row, "agrees": ok and m.get("status") == "complete" and not damaged,
                      "note": ("" if ok else "manifest config differs from configs/") +
-                             ("" if m.get("status") == "complete" else f" status={m.get('status')}"),
+                             ("" if m.get("status") == "complete" else f" status={m.get('status')}") +
+                             (f" damaged: {damaged[0]}" + (f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else "")
+                              if damaged else ""),
                      "commit": (m.get("git", {}).get("commit") or "")[:10],
                      "dirty": m.get("git", {}).get("dirty"), "device": m.get("device"),
                      "wall_s": m.get("wall_s"), "seeds": m.get("seeds")})
@@ -124,10 +133,12 @@ def check_index(scale: str) -> pd.DataFrame:
                 seen.add((kind, p))
                 row = {"kind": kind, "path": p, "exists": (REPO_ROOT / p).exists()}
                 if kind == "manifest":
-                    m = read_manifest((REPO_ROOT / p).parent) or {}
-                    g = m.get("git") or {}
-                    row |= {"commit": (g.get("commit") or "")[:10], "dirty": g.get("dirty"),
-                            "commit_status": commit_status(g.get("commit"))}
+                    try:
+                        g = (read_manifest((REPO_ROOT / p).parent) or {}).get("git") or {}
+                        status = commit_status(g.get("commit"))
+                    except DamagedFileError:
+                        g, status = {}, "damaged manifest"
+                    row |= {"commit": (g.get("commit") or "")[:10], "dirty": g.get("dirty"), "commit_status": status}
                 rows.append(row)
     return pd.DataFrame(rows, columns=["kind", "path", "exists", "commit", "dirty", "commit_status"])
 

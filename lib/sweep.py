@@ -52,13 +52,11 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import json
 import os
 import socket
 import sys
 import time
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +65,9 @@ import pandas as pd
 from . import experiment as _experiment
 from .core.config import ConfigError
 from .core.errors import MissingDependencyError, UserError, cli_main
-from .core.manifest import ALLOW_DIRTY_ENV
+from .core.jsonfile import write_json
+from .core.locks import folder_lock
+from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, read_manifest
 from .core.paths import data_dir, data_root, runs_dir, runs_root
 from .core.rows import last_done, read_rows, shard_path
 
@@ -273,21 +273,20 @@ def merge(cfg: dict) -> pd.DataFrame:
 
 
 def _record(folder: Path, cfg: dict, runs: list[dict], info: dict) -> None:
-    """Add a ``sweep`` entry to the folder's manifest (arms/seeds lists widened to the whole sweep)."""
-    p = folder / "manifest.json"
-    if not p.is_file():
-        return
-    m = json.loads(p.read_text())
-    for key in ("arms", "seeds"):  # a list, or None where the folder's config leaves them out (society)
-        if key in m and (m[key] is None or isinstance(m[key], list)) and isinstance(cfg.get(key), list):
-            m[key] = list(cfg[key])
-    if isinstance(m.get("shards"), dict):  # a runner's own shard table (the society's): every shard, not the last writer's
-        m["shards"] = {f"{r['arm']}_s{r['seed']}": last_done(shard_path(folder, r["arm"], r["seed"])) for r in runs}
-    m["sweep"] = {**info, "runs": [{k: r.get(k) for k in ("arm", "seed", "status", "wall_s", "host")}
-                                   for r in runs]}
-    tmp = folder / f"manifest.json.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    tmp.write_text(json.dumps(m, indent=2, sort_keys=True, default=str) + "\n")
-    tmp.replace(p)
+    """Add a ``sweep`` entry to the folder's manifest (arms/seeds lists widened to the whole sweep),
+    under the folder lock (another run may be updating it)."""
+    with folder_lock(folder):
+        m = read_manifest(folder)
+        if m is None:
+            return
+        for key in ("arms", "seeds"):  # a list, or None where the folder's config leaves them out (society)
+            if key in m and (m[key] is None or isinstance(m[key], list)) and isinstance(cfg.get(key), list):
+                m[key] = list(cfg[key])
+        if isinstance(m.get("shards"), dict):  # a runner's own shard table (the society's): every shard, not the last writer's
+            m["shards"] = {f"{r['arm']}_s{r['seed']}": last_done(shard_path(folder, r["arm"], r["seed"])) for r in runs}
+        m["sweep"] = {**info, "runs": [{k: r.get(k) for k in ("arm", "seed", "status", "wall_s", "host")}
+                                       for r in runs]}
+        write_json(folder / MANIFEST, m)
 
 
 def _import_ray():

@@ -37,6 +37,15 @@ def _cases(tmp):
     other.mkdir(parents=True)
     (other / "manifest.json").write_text(json.dumps({"config": {**TM, "lr": 0.5}, "config_hash": "x",
                                                      "status": "complete"}))
+    # damaged records: the society folder's manifest cut off; a tool-mutation shard's progress file garbled
+    (tmp / "soc.yaml").write_text(yaml.safe_dump(SOC))
+    soc = tmp / "data" / "smoke" / "society"
+    soc.mkdir(parents=True)
+    (soc / "manifest.json").write_text('{"config": {"agents": 3, "gen')
+    (tmp / "tm2.yaml").write_text(yaml.safe_dump({**TM, "experiment": "tm_damaged"}))
+    tm2 = tmp / "data" / "smoke" / "tm_damaged"
+    tm2.mkdir(parents=True)
+    (tm2 / f"{TM['arms'][0]}_s{TM['seeds'][0]}.progress.json").write_text("last_done: 40")
     exp, swp = ["-m", "lib.experiment"], ["-m", "lib.sweep"]
     return {
         "experiment-missing-config": (exp + [str(tmp / "missing.yaml")], "does not exist"),
@@ -45,6 +54,9 @@ def _cases(tmp):
         "experiment-unknown-arm": (exp + [str(tmp / "arm.yaml")], "'nope' is not allowed"),
         "experiment-unknown-base": (exp + [str(tmp / "base.yaml")], "unknown base_model"),
         "experiment-other-config-data": (exp + [str(tmp / "tm.yaml")], "already holds data of another config"),
+        "experiment-damaged-manifest": (exp + [str(tmp / "soc.yaml")], "society/manifest.json is not readable JSON"),
+        "experiment-damaged-progress": (exp + [str(tmp / "tm2.yaml")], "progress.json is not readable JSON"),
+        "sweep-damaged-manifest": (swp + [str(tmp / "soc.yaml"), "--serial"], "society/manifest.json is not readable"),
         "sweep-missing-config": (swp + [str(tmp / "missing.yaml"), "--serial"], "does not exist"),
         "sweep-unknown-arm": (swp + [str(tmp / "arm.yaml"), "--serial"], "'nope' is not allowed"),
         "sweep-other-config-data": (swp + [str(tmp / "tm.yaml"), "--serial"], "already holds data of another config"),
@@ -73,7 +85,7 @@ def results(tmp_path_factory):
 
 CASES = ["experiment-missing-config", "experiment-malformed-yaml", "experiment-unknown-kind",
          "experiment-unknown-arm", "experiment-unknown-base", "experiment-other-config-data",
-         "sweep-missing-config", "sweep-unknown-arm", "sweep-other-config-data", "sweep-ray-missing",
+         "experiment-damaged-manifest", "experiment-damaged-progress", "sweep-damaged-manifest", "sweep-missing-config", "sweep-unknown-arm", "sweep-other-config-data", "sweep-ray-missing",
          "program-search-bad-seeds", "reproduce-bad-scale", "reproduce-missing-data"]
 
 

@@ -5,11 +5,13 @@ import json
 import re
 import tomllib
 
+import pandas as pd
 import pytest
 import yaml
 
 from lib.core import config as C
-from lib.core import manifest, rows
+from lib.core import locks, manifest, rows
+from lib.core.errors import BusyError, DamagedFileError
 from lib.experiment import RUNNERS, load, runner
 from lib.core.paths import CONFIGS, REPO_ROOT
 
@@ -105,6 +107,82 @@ def test_shards_resume_drops_half_written_blocks(tmp_path):
         rows.append_rows(shard, [{"arm": "full"}], cols)
     with pytest.raises(FileNotFoundError, match="run the experiment first"):
         rows.read_rows(tmp_path / "empty")
+
+
+COLS = ["arm", "seed", "generation", "metric", "value"]
+
+
+def _row(g, v, metric="m", arm="full"):
+    return {"arm": arm, "seed": 0, "generation": g, "metric": metric, "value": v}
+
+
+def test_shard_reads_check_every_row_and_leave_out_the_block_in_flight(tmp_path):
+    shard = rows.shard_path(tmp_path, "full", 0)
+    rows.append_rows(shard, [_row(0, 1.0), _row(0, 2.0)], COLS)
+    rows.mark_done(shard, 0, note="x")
+    assert rows.read_progress(shard) == {"last_done": 0, "csv_rows": 2, "note": "x"}
+    rows.append_rows(shard, [_row(1, 3.0)], COLS)  # generation 1 in flight
+    assert rows.read_shard(shard, "generation", COLS).value.tolist() == [1.0, 2.0]
+    rows.mark_done(shard, 1)
+    good = shard.read_text()
+    pd.testing.assert_frame_equal(rows.read_shard(shard, "generation", COLS), pd.read_csv(shard))
+    for bad, words in [("full,0,1,,3.0", "metric is missing"), ("full,0,1,m,", "value is missing"),
+                       ("full,0,1,m,x", "value 'x' is no number"), ("no_sex,0,1,m,3.0", "arm 'no_sex'"),
+                       ("full,0,one,m,1", "generation 'one' is no integer"), ("full,0,1,m", "4 fields"),
+                       ("full,0,2,m,3.0", "generation 2 among the rows of the completed")]:
+        shard.write_text(good.rsplit("\n", 2)[0] + "\n" + bad + "\r\n")
+        with pytest.raises(DamagedFileError, match=f"full_s0.csv line 4: {words}.*delete full_s0.progress.json"):
+            rows.read_shard(shard)
+    shard.write_text(good.replace("generation", "gen", 1))  # a header from elsewhere
+    with pytest.raises(DamagedFileError, match=r"line 1: header \['arm', 'seed', 'gen'"):
+        rows.read_shard(shard, "generation")
+    shard.write_text(good[:-3])  # the last row's end cut off
+    with pytest.raises(DamagedFileError, match="line 4: the row is cut off"):
+        rows.read_rows(tmp_path)
+    with pytest.raises(DamagedFileError, match="ends inside a row"):  # never glued onto a torn row
+        rows.append_rows(shard, [_row(2, 4.0)], COLS)
+    shard.unlink()
+    with pytest.raises(DamagedFileError, match="is missing"):
+        rows.resume_shard(shard, "generation")
+
+
+def test_old_progress_files_without_a_row_count_are_checked_line_by_line(tmp_path):
+    shard = rows.shard_path(tmp_path, "full", 0)
+    rows.append_rows(shard, [_row(0, 1.0), _row(1, 2.0)], COLS)
+    rows.progress_path(shard).write_text(json.dumps({"last_done": 0}))  # as written before the count
+    assert rows.read_shard(shard).value.tolist() == [1.0]  # generation 1: the block in flight
+    text = shard.read_text()
+    shard.write_text(text[:-4])  # generation 1's row torn: a half-written block, cut off on resume
+    assert rows.resume_shard(shard, "generation") == 0 and shard.read_text() == text.split("full,0,1")[0]
+    shard.write_text(text.split("full,0,1")[0][:-4])  # now generation 0's own row is torn: damage
+    with pytest.raises(DamagedFileError, match="line 2: the row is cut off"):
+        rows.resume_shard(shard, "generation")
+
+
+def test_json_records_name_the_damaged_file(tmp_path):
+    rows.progress_path(tmp_path / "full_s0.csv").write_text('{"last_done": 1, "csv_')
+    with pytest.raises(DamagedFileError, match=r"full_s0\.progress\.json is not readable JSON .*delete it"):
+        rows.last_done(tmp_path / "full_s0.csv")
+    assert rows.damaged_shards(tmp_path) == []  # no shard file: nothing to check
+    (tmp_path / "full_s0.csv").write_text("")
+    assert len(rows.damaged_shards(tmp_path)) == 1
+    (tmp_path / "manifest.json").write_text("[1, 2")
+    with pytest.raises(DamagedFileError, match="manifest.json is not readable JSON.*move the folder"):
+        manifest.read_manifest(tmp_path)
+
+
+def test_shard_locks_refuse_a_second_run_and_let_other_shards_go(tmp_path):
+    a, b = rows.shard_path(tmp_path, "full", 0), rows.shard_path(tmp_path, "no_sex", 0)
+    with locks.shard_locks([a]):
+        with pytest.raises(BusyError, match=f"another run is writing full_s0.csv in the data folder {tmp_path}"):
+            with locks.shard_locks([b, a]):
+                pass
+        with locks.shard_locks([b]):  # another shard of the folder: the workers of a sweep
+            with locks.folder_lock(tmp_path):
+                manifest.write_manifest(tmp_path, {**BASE, "agents": 3}, started="t")  # re-enters the folder lock
+    with locks.shard_locks([a, b]):  # all released
+        pass
+    assert manifest.read_manifest(tmp_path)["config"]["agents"] == 3
 
 
 def _names(specs):

@@ -34,8 +34,7 @@ def test_short_build_is_bit_identical():
 
 
 def _build_info() -> dict:
-    import json
-    return json.loads((models.TINY_DIR / "build_info.json").read_text())
+    return models.read_build_info(models.TINY_DIR)
 
 
 def test_rebuild_is_bit_identical_on_this_machine(tmp_path):
@@ -88,3 +87,41 @@ def test_missing_base_is_a_clear_error(tmp_path):
             models.load_base("tiny")
     finally:
         models.TINY_DIR = old
+
+
+# ----------------------------------------------------------------------------- adapters (lib.llm.lora)
+
+
+def test_adapters_are_seeded_without_touching_the_callers_rng():
+    from lib.llm import lora
+    base = models.load_base("tiny", device="cpu")
+    torch.manual_seed(123)
+    expected = torch.rand(4)
+    torch.manual_seed(123)
+    lora.new_adapter(base, "a", r=4, alpha=8, seed=5)  # wraps the base in peft first (ensure_peft)
+    lora.new_adapter(base, "b", r=4, alpha=8, seed=5)
+    lora.new_adapter(base, "c", r=4, alpha=8, seed=6)
+    assert torch.equal(torch.rand(4), expected)  # the caller's random stream went on as if nothing happened
+    A = {n: [p for p in lora.adapter_params(base, n) if p.shape[0] == 4] for n in "abc"}  # lora_A: (r, in)
+    assert A["a"] and all(torch.equal(x, y) for x, y in zip(A["a"], A["b"]))  # the seed still fixes A
+    assert not all(torch.equal(x, y) for x, y in zip(A["a"], A["c"]))
+
+
+def test_failed_training_leaves_the_model_as_it_found_it(monkeypatch):
+    from lib.llm import lora
+    from lib.methods.tasks import make_tasks
+    base = models.load_base("tiny", device="cpu")
+    lora.new_adapter(base, "t", r=4, alpha=8, seed=0)
+    real, calls = lora.encode_batch, []
+
+    def failing(*args, **kw):  # the second batch fails (e.g. out of memory)
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("boom")
+        return real(*args, **kw)
+    monkeypatch.setattr(lora, "encode_batch", failing)
+    with pytest.raises(RuntimeError, match="boom"):
+        lora.train_adapter(base, "t", make_tasks("lists", 16, seed=1), batch_size=8)
+    assert len(calls) == 2 and not base.model.training
+    assert not any(p.requires_grad for p in lora.adapter_params(base, "t"))
+    assert base.model.active_adapter == lora.IDLE

@@ -32,6 +32,19 @@ class MissingDependencyError(UserError, ImportError):
     """An optional package (e.g. Ray) is needed and not installed."""
 
 
+class DamagedFileError(UserError, ValueError):
+    """A file the project wrote (a JSON record, a shard of rows) is unreadable or incomplete; the
+    message names the file, where it is damaged and what to do."""
+
+
+class DeviceError(UserError, RuntimeError):
+    """The config needs a device (a CUDA GPU) that this machine does not have."""
+
+
+class BusyError(UserError, RuntimeError):
+    """Another run holds the lock of a data folder (or of one of its shards)."""
+
+
 def one_line(err: BaseException) -> str:
     """The message of ``err`` on one line: a multi-line list (``"head:\\n  - a\\n  - b"``) becomes ``"head: a; b"``."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]

@@ -15,18 +15,18 @@ says ``--allow-dirty`` (environment ``GE_ALLOW_DIRTY=1``); the manifest then rec
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import subprocess
-import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
 from .config import config_hash
 from .device import device_name
-from .errors import DataMismatchError, DirtyTreeError
+from .errors import DamagedFileError, DataMismatchError, DirtyTreeError
+from .jsonfile import read_json, write_json
+from .locks import folder_lock
 from .paths import REPO_ROOT, data_root
 
 MANIFEST = "manifest.json"
@@ -137,38 +137,49 @@ def build_manifest(cfg: Mapping[str, Any], *, started: str, wall_s: float | None
 def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
                    wall_s: float | None = None, status: str = "complete",
                    extra: Mapping[str, Any] | None = None) -> Path:
-    """Write ``folder/manifest.json`` (atomically: a temp file, then a rename).
+    """Write ``folder/manifest.json`` (atomically, under the folder lock: the shards of a sweep
+    update it concurrently).
 
     A process's first write to a folder checks the tree (:func:`check_clean_tree`), except a
     ``complete`` re-stamp of a folder whose manifest already records this config (reused data).
     A folder once written from a dirty tree stays marked so (its rows accumulate across runs).
     """
     folder = Path(folder)
-    old = read_manifest(folder)
-    same = old is not None and old.get("config_hash") == config_hash(cfg)
     key = str(folder.resolve())
-    if key not in _checked and not (status == "complete" and same):
-        check_clean_tree(cfg.get("scale"), folder)
-    _checked.add(key)
-    folder.mkdir(parents=True, exist_ok=True)
-    m = build_manifest(cfg, started=started, wall_s=wall_s, status=status, extra=extra)
-    if same and (old.get("git") or {}).get("dirty") and not m["git"]["dirty"]:
-        m["git"] = {**m["git"], "dirty": True, "changed_files": (old.get("git") or {}).get("changed_files", []),
-                    "note": "earlier rows of this folder were written from a dirty tree"}
-    if same and old.get("allow_dirty"):
-        m["allow_dirty"] = True
-    tmp = folder / f"{MANIFEST}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"  # unique: shards of a sweep write concurrently
-    tmp.write_text(json.dumps(m, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n")
-    tmp.replace(folder / MANIFEST)
-    return folder / MANIFEST
+    if key not in _checked:  # before the lock creates the folder: a refused run writes nothing
+        old = read_manifest(folder)
+        if not (status == "complete" and old is not None and old.get("config_hash") == config_hash(cfg)):
+            check_clean_tree(cfg.get("scale"), folder)
+        _checked.add(key)
+    with folder_lock(folder):
+        old = read_manifest(folder)
+        same = old is not None and old.get("config_hash") == config_hash(cfg)
+        m = build_manifest(cfg, started=started, wall_s=wall_s, status=status, extra=extra)
+        if same and (old.get("git") or {}).get("dirty") and not m["git"]["dirty"]:
+            m["git"] = {**m["git"], "dirty": True, "changed_files": (old.get("git") or {}).get("changed_files", []),
+                        "note": "earlier rows of this folder were written from a dirty tree"}
+        if same and old.get("allow_dirty"):
+            m["allow_dirty"] = True
+        return write_json(folder / MANIFEST, m)
+
+
+def manifest_fix(folder: str | Path) -> str:
+    """What to do about an unreadable manifest of ``folder`` (it records provenance that cannot be
+    rebuilt: the commit, the start, the wall time)."""
+    return (f"restore it (committed data: git checkout -- {Path(folder) / MANIFEST}), or move the folder "
+            f"{folder} aside and run the experiment again to recompute its data")
 
 
 def read_manifest(folder: str | Path) -> dict | None:
-    """The manifest of ``folder``, or ``None`` when there is none."""
+    """The manifest of ``folder``, or ``None`` when there is none; an unreadable one is a
+    :class:`lib.core.errors.DamagedFileError` naming it."""
     p = Path(folder) / MANIFEST
     if not p.is_file():
         return None
-    return json.loads(p.read_text())
+    m = read_json(p, fix=manifest_fix(folder))
+    if not isinstance(m, dict):
+        raise DamagedFileError(f"{p} holds no JSON object: {manifest_fix(folder)}")
+    return m
 
 
 def manifest_matches(folder: str | Path, cfg: Mapping[str, Any], *, complete: bool = True) -> bool:

@@ -11,6 +11,7 @@ written to a per-process ``<dir>.partial-*`` folder and renamed, so a half-writt
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.errors import UserError
 from ..methods.tasks import Task
 from .models import encode_batch
 
@@ -29,7 +31,7 @@ IDLE = "_idle"  # a zero adapter that keeps the peft wrapper alive while agents 
 FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
-class CorruptAdapterError(RuntimeError):
+class CorruptAdapterError(UserError, RuntimeError):
     """An adapter folder that is missing, incomplete or unreadable; the message names the file."""
 
 
@@ -39,14 +41,24 @@ def lora_config(r: int = 16, alpha: int = 32, targets=TARGETS):
                       bias="none", task_type="CAUSAL_LM")
 
 
-def ensure_peft(base) -> None:
-    """Wrap ``base.model`` in a peft model once (with the zero adapter :data:`IDLE`)."""
-    from peft import PeftModel, get_peft_model
+@contextlib.contextmanager
+def seeded(seed: int):
+    """A context in which torch's global RNG (CPU and every CUDA device) starts from ``seed``, and
+    after which it is back where the caller left it (``torch.random.fork_rng``)."""
     import torch
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+def ensure_peft(base) -> None:
+    """Wrap ``base.model`` in a peft model once (with the zero adapter :data:`IDLE`, drawn from seed 0)."""
+    from peft import PeftModel, get_peft_model
     if isinstance(base.model, PeftModel):
         return
-    torch.manual_seed(0)
-    base.model = get_peft_model(base.model, lora_config(r=1, alpha=1), adapter_name=IDLE)
+    with seeded(0):
+        base.model = get_peft_model(base.model, lora_config(r=1, alpha=1), adapter_name=IDLE)
     base.model.eval()
 
 
@@ -69,14 +81,13 @@ def remove_all(base) -> None:
 
 
 def new_adapter(base, name: str, *, r: int = 16, alpha: int = 32, seed: int = 0, targets=TARGETS) -> None:
-    """Attach a fresh LoRA ``name`` on the ``targets`` modules; its initial A is drawn from
-    ``torch.manual_seed(seed)`` (B = 0)."""
-    import torch
+    """Attach a fresh LoRA ``name`` on the ``targets`` modules; its initial A is drawn from torch's
+    RNG seeded with ``seed`` (B = 0), the caller's RNG state left untouched (:func:`seeded`)."""
     ensure_peft(base)
     if name in base.model.peft_config:
         remove_adapter(base, name)
-    torch.manual_seed(seed)
-    base.model.add_adapter(name, lora_config(r, alpha, targets))
+    with seeded(seed):
+        base.model.add_adapter(name, lora_config(r, alpha, targets))
 
 
 def adapter_params(base, name: str) -> list:
@@ -90,6 +101,8 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
     AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)``; only the
     adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
     ``counter(train_steps=…, train_tokens=…)`` receives the work done (a :class:`PhaseTimer`'s count).
+    Whatever happens, the model is left as it was found: in eval mode, the adapter frozen, the idle
+    adapter active.
     """
     import torch
     tasks = list(tasks)
@@ -101,24 +114,26 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
         p.requires_grad_(True)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng(seed)
-    base.model.train()
     steps, tokens, last = 0, 0, []
-    for ep in range(epochs):
-        order = rng.permutation(len(tasks))
-        last = []
-        for s in range(0, len(order), batch_size):
-            ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
-            loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
-            tokens += int(att.sum())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            steps += 1
-            last.append(float(loss.item()))
-    base.model.eval()
-    for p in params:
-        p.requires_grad_(False)
-    base.model.set_adapter(IDLE)
+    try:
+        base.model.train()
+        for ep in range(epochs):
+            order = rng.permutation(len(tasks))
+            last = []
+            for s in range(0, len(order), batch_size):
+                ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
+                loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
+                tokens += int(att.sum())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                steps += 1
+                last.append(float(loss.item()))
+    finally:
+        base.model.eval()
+        for p in params:
+            p.requires_grad_(False)
+        base.model.set_adapter(IDLE)
     if counter is not None:
         counter(train_steps=steps, train_tokens=tokens)
     return {"steps": steps, "loss": float(np.mean(last)) if last else float("nan")}

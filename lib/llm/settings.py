@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.config import Field, validate
+from ..core.errors import DataMismatchError, DeviceError
 from ..core.paths import DATA, REPO_ROOT, runs_dir
 from ..methods.operators import ADDED_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
 from ..methods.tasks import FAMILIES
@@ -52,7 +53,7 @@ SCHEMA = {
     "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
     "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
     "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
-                   doc="base dtype (auto: bf16 on CUDA, else fp32; the tiny base always runs in fp32)"),
+                   doc="base dtype (auto: bf16 on CUDA, else fp32; auto keeps the tiny base in fp32)"),
     "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
 }
 SHARD_KEYS = ("arms", "seeds", "seed")  # which shards to run; not part of what the data means
@@ -209,24 +210,62 @@ def adapters_root(cfg: dict) -> Path:
     return runs_dir(cfg["scale"], cfg["experiment"])
 
 
+CPU_BF16_ENV = "GE_CPU_BF16"  # "1": allow bf16 without CUDA (tests of the GPU path's dtype handling)
+DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
 def base_dtype(cfg: dict) -> str:
-    """The dtype the base runs in: ``tiny`` always fp32 (cpu-scale rows must not depend on whether
-    a GPU is present); otherwise ``dtype``, with ``auto`` = bf16 on CUDA, fp32 elsewhere."""
+    """The dtype the base runs in: ``dtype``, with ``auto`` = bf16 on CUDA, fp32 elsewhere — except
+    that ``auto`` keeps the ``tiny`` base in fp32 everywhere (cpu-scale rows must not depend on
+    whether a GPU is present); an explicit ``dtype: bf16`` is honoured for every base."""
     import torch
+    if cfg["dtype"] != "auto":
+        return cfg["dtype"]
     if cfg["base_model"] == "tiny":
         return "fp32"
-    if cfg["dtype"] == "auto":
-        return "bf16" if torch.cuda.is_available() else "fp32"
-    return cfg["dtype"]
+    return "bf16" if torch.cuda.is_available() else "fp32"
+
+
+def loaded_dtype(base) -> str:
+    """The dtype a loaded :class:`lib.llm.models.Base` runs in, named as a config names it (``fp32``, ``bf16``)."""
+    d = str(base.info.get("dtype", ""))
+    return DTYPE_NAMES.get(d, d)
+
+
+def cpu_bf16_allowed() -> bool:
+    """True when the user opted in to bf16 on a CPU (``GE_CPU_BF16=1``)."""
+    import os
+    return os.environ.get(CPU_BF16_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def check_device(cfg: dict) -> None:
-    """The paper scale (and bf16) needs CUDA: refuse on a CPU before any expensive work."""
+    """The paper scale (and bf16) needs CUDA: refuse on a CPU before any expensive work.
+
+    ``GE_CPU_BF16=1`` lets a non-paper config run bf16 on the CPU: the same dtype handling as on a
+    GPU (a bf16 base, float32 adapters, peft's mixed batches and merges), slowly, to find a dtype
+    mismatch before paying for a GPU.
+    """
     import torch
-    if (cfg["scale"] == "paper" or cfg["dtype"] == "bf16") and not torch.cuda.is_available():
-        raise RuntimeError(f"{cfg['experiment']} at scale {cfg['scale']!r} (base {cfg['base_model']}, "
-                           f"dtype {cfg['dtype']}) needs a CUDA GPU with bf16; none is visible. Run the "
-                           f"cpu scale here (configs/society/cpu.yaml) or move to a GPU machine.")
+    if torch.cuda.is_available():
+        return
+    if cfg["scale"] == "paper" or (base_dtype(cfg) == "bf16" and not cpu_bf16_allowed()):
+        raise DeviceError(f"{cfg['experiment']} at scale {cfg['scale']!r} (base {cfg['base_model']}, "
+                          f"dtype {cfg['dtype']}) needs a CUDA GPU with bf16; none is visible. Run the "
+                          f"cpu scale here (configs/society/cpu.yaml) or move to a GPU machine"
+                          + ("" if cfg["scale"] == "paper" else f" ({CPU_BF16_ENV}=1 runs bf16 on the CPU, "
+                             f"slowly, to check the GPU path)") + ".")
+
+
+def check_dtype(cfg: dict, folder, recorded: str | None, resolved: str) -> None:
+    """Refuse to add rows computed with the base in ``resolved`` to the data folder ``folder``
+    whose rows were computed in ``recorded`` (``dtype: auto`` resolves per machine, and the config
+    hash cannot see it): a bf16 shard must not resume in fp32."""
+    if recorded is not None and recorded != resolved:
+        raise DataMismatchError(
+            f"{folder} holds rows computed with the base in {recorded}, and this run would add rows in "
+            f"{resolved} (dtype: {cfg['dtype']}{', resolved on this machine' if cfg['dtype'] == 'auto' else ''}): "
+            f"resume it where the base runs in {recorded} (dtype: {recorded}"
+            f"{'; bf16 needs CUDA' if recorded == 'bf16' else ''}), or move that folder aside to start anew")
 
 
 # ----------------------------------------------------------------------------- validation

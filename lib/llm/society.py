@@ -21,7 +21,6 @@ uninterrupted one. ``python -m lib.experiment configs/society/smoke.yaml``.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 import zlib
@@ -34,7 +33,9 @@ import pandas as pd
 from ..core.config import config_hash
 from ..core.manifest import check_resumable, now, read_manifest, write_manifest
 from ..core.paths import data_dir
-from ..core.rows import append_rows, last_done, mark_done, progress_path, resume_shard, shard_path
+from ..core.locks import shard_locks
+from ..core.rows import (append_rows, last_done, mark_done, progress_path, read_progress, read_shard,  # noqa: F401
+                        resume_shard, shard_path)
 from ..methods.operators import founder_family
 from ..methods.tasks import verify
 from . import generation as step
@@ -46,8 +47,9 @@ from .generate import generate
 from .lora import (copy_adapter, load_adapter, new_adapter, remove_all, train_adapter,
                    train_lora_on_tasks)
 from .pools import founder_seed, founder_tasks, pools_for
-from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device,  # noqa: F401
-                       core_config, merge_method, parse_arm, resolve_arm, seed_list, validate_config)
+from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device, check_dtype,  # noqa: F401
+                       core_config, loaded_dtype, merge_method, parse_arm, resolve_arm, seed_list,
+                       validate_config)
 from .timing import PhaseClock, PhaseTimer
 
 COLUMNS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score",
@@ -282,7 +284,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         pending, walls, phases = [], [], []
         cost = {"train_steps": N * lora_steps(s.spec_train, s.spec_epochs, s.batch_size), "val_evals": 0}
     else:
-        info = json.loads(progress_path(shard).read_text())
+        info = read_progress(shard)
         if done >= G - 1:
             return []
         dirs = [root / p for p in info["agents"]]
@@ -379,8 +381,9 @@ def data_complete(cfg: dict, folder: Path | None = None) -> bool:
 def load_rows(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
     """The rows of ``cfg``'s shards (in arm, seed order)."""
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
-    parts = [pd.read_csv(shard_path(folder, a, s)) for a in cfg["arms"] for s in seed_list(cfg)
-             if shard_path(folder, a, s).exists()]
+    parts = [read_shard(shard_path(folder, a, s), "generation", COLUMNS) for a in cfg["arms"]
+             for s in seed_list(cfg) if shard_path(folder, a, s).exists()]
+    parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
@@ -405,11 +408,13 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     status = shard_status(cfg, folder)
     todo = sum(cfg["generations"] - 1 - (v if v is not None else -1) for v in status.values())
 
+    dtype = (m or {}).get("dtype")  # the base's dtype as resolved by the runs that wrote the rows
+
     def extra() -> dict:
         return {"run_config": cfg, "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),
-                "base_model": base_identity(cfg["base_model"]),
+                "base_model": base_identity(cfg["base_model"]), **({"dtype": dtype} if dtype else {}),
                 "note": "config/config_hash describe the data (arms and seeds excluded); "
-                        "shards lists the (arm, seed) runs present"}
+                        "shards lists the (arm, seed) runs present; dtype: the base's, as resolved"}
 
     if todo == 0:  # nothing to run; (re)write the manifest if it does not yet list these shards as done
         if m is None or m.get("status") != "complete" or any(
@@ -417,22 +422,28 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
             write_manifest(folder, core, started=started, wall_s=(m or {}).get("wall_s"), status="complete",
                            extra=extra())
         return load_rows(cfg, folder)
-    t0 = time.time()
-    prev_wall = float((m or {}).get("wall_s") or 0.0)
-    write_manifest(folder, core, started=started, wall_s=prev_wall, status="running", extra=extra())
-    if base is None:
-        base = load_base(cfg["base_model"], dtype=base_dtype(cfg))
-    elif base.name != cfg["base_model"]:
+    if base is not None and base.name != cfg["base_model"]:
         raise ValueError(f"base {base.name!r} given for a config of base_model {cfg['base_model']!r}")
-    with tqdm(total=todo, desc=f"{cfg['experiment']} ({cfg['scale']})", unit="gen") as bar:
-        for seed in seed_list(cfg):
-            for arm in cfg["arms"]:
-                run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier,
-                          interrupt_after=interrupt_after, progress=bar, timer=timer, engine=engine)
-                write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
-                               status="running", extra=extra())
-    write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0, status="complete",
-                   extra=extra())
+    resolved = base_dtype(cfg) if base is None else loaded_dtype(base)
+    check_dtype(cfg, folder, dtype, resolved)  # rows of one folder come from one dtype
+    dtype = resolved
+    unfinished = [shard_path(folder, a, s) for s in seed_list(cfg) for a in cfg["arms"]
+                  if status[f"{a}_s{s}"] is None or status[f"{a}_s{s}"] < cfg["generations"] - 1]
+    with shard_locks(unfinished):  # a second run on these shards is refused before anything is written
+        t0 = time.time()
+        prev_wall = float((m or {}).get("wall_s") or 0.0)
+        write_manifest(folder, core, started=started, wall_s=prev_wall, status="running", extra=extra())
+        if base is None:
+            base = load_base(cfg["base_model"], dtype=resolved)
+        with tqdm(total=todo, desc=f"{cfg['experiment']} ({cfg['scale']})", unit="gen") as bar:
+            for seed in seed_list(cfg):
+                for arm in cfg["arms"]:
+                    run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier,
+                              interrupt_after=interrupt_after, progress=bar, timer=timer, engine=engine)
+                    write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
+                                   status="running", extra=extra())
+        write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0, status="complete",
+                       extra=extra())
     return load_rows(cfg, folder)
 
 
@@ -443,9 +454,8 @@ def generation_walls(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
     out = []
     for a in cfg["arms"]:
         for s in seed_list(cfg):
-            p = progress_path(shard_path(folder, a, s))
-            if p.is_file():
-                info = json.loads(p.read_text())
+            info = read_progress(shard_path(folder, a, s))
+            if info is not None:
                 ph = info.get("gen_phase_s", [])
                 for t, w in enumerate(info.get("gen_wall_s", [])):
                     out.append({"arm": a, "seed": s, "generation": t, "wall_s": w,

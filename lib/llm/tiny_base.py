@@ -15,19 +15,19 @@ tasks, per family and region).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..core.jsonfile import write_json
 from ..methods.operators import fitness_of, region_accuracy
 from ..methods.tasks import FAMILIES
 from .generate import generate
 from .pools import draw, pretrain_tasks
 from .models import TINY_DIR, TINY_SEED, TINY_STEPS, TINY_TEST_TASKS, Base, _one_thread, encode_batch, \
-    make_char_tokenizer, tiny_config
+    make_char_tokenizer, read_build_info, tiny_config
 
 
 def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: int = TINY_SEED,
@@ -66,9 +66,8 @@ def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: 
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out, safe_serialization=True)
         tok.save_pretrained(out)
-        (out / "build_info.json").write_text(json.dumps({**base.info, "command":
-                                                         f"python -m lib.llm.tiny_base --steps {steps}"},
-                                                        indent=2) + "\n")
+        write_json(out / "build_info.json", {**base.info, "command": f"python -m lib.llm.tiny_base --steps {steps}"},
+                   sort_keys=False)
     return base
 
 
@@ -92,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     fit = test_accuracy(base)
     print(f"built {args.out} in {base.info['train_s']} s; test accuracy " +
           ", ".join(f"{k} {v:.2f}" for k, v in fit.items()))
-    info = json.loads((Path(args.out) / "build_info.json").read_text())
+    info = read_build_info(Path(args.out))
     info["test_accuracy"] = {k: round(v, 3) for k, v in fit.items()}
     info["test_tasks"] = dict(TINY_TEST_TASKS)
     info["test_tasks_note"] = "distinct tasks of each family's test part (lib.llm.pools.draw), never pre-trained on"
     info["pretraining"] = "each family's pretrain part, familiar region only (lib.llm.pools.pretrain_tasks)"
-    (Path(args.out) / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_json(Path(args.out) / "build_info.json", info, sort_keys=False)
     return 0
 
 

@@ -36,7 +36,6 @@ Run: ``python -m lib.program_search --seeds 8 --output DIR`` (the seed's CLI, :m
 from __future__ import annotations
 
 import csv
-import json
 import math
 import shutil
 import time
@@ -49,6 +48,7 @@ import pandas as pd
 from ..core import config as config_lib
 from ..core.config import Field
 from ..core.errors import MissingDataError
+from ..core.jsonfile import write_json
 from ..core.manifest import check_resumable, manifest_matches, now, read_manifest, write_manifest
 from ..core.paths import data_dir
 
@@ -649,7 +649,7 @@ def write_outputs(folder, rows, diags, costs, summary) -> list[Path]:
     write_csv(folder / FILES["rows"], rows)
     write_csv(folder / FILES["diagnostics"], diags)
     write_csv(folder / FILES["costs"], costs)
-    (folder / FILES["summary"]).write_text(json.dumps(strict_json(summary), indent=2, allow_nan=False) + "\n")
+    write_json(folder / FILES["summary"], strict_json(summary), sort_keys=False)
     return [folder / f for f in FILES.values()]
 
 

@@ -53,6 +53,7 @@ from ..core import config as _config
 from ..core.config import Field
 from ..core.manifest import check_resumable, now, write_manifest
 from ..core.paths import REPO_ROOT, config_path, data_dir
+from ..core.locks import shard_locks
 from ..core.rows import append_rows, last_done, mark_done, read_rows, resume_shard, shard_path
 
 __all__ = ["ToolVariant", "ToolMutator", "UnknownToolError", "UnknownVariantError",
@@ -649,17 +650,18 @@ def run_experiment(cfg: dict, *, progress: bool = True) -> pd.DataFrame:
     runs = [(a, s) for a in cfg["arms"] for s in cfg["seeds"]]
     todo = [(a, s) for a, s in runs if (last_done(shard_path(folder, a, s)) or 0) < cfg["n_steps"]]
     if todo:
-        write_manifest(folder, key, started=started, status="running", extra=extra)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(cfg["threads"])
-        try:
-            with tqdm(total=len(todo) * cfg["n_steps"], desc="tool_mutation", disable=not progress) as bar:
-                for arm, seed in todo:
-                    bar.set_postfix_str(f"{arm} s{seed}")
-                    shard = shard_path(folder, arm, seed)
-                    _run_one(cfg, arm, seed, shard, resume_shard(shard, "step"), bar)
-        finally:
-            torch.set_num_threads(threads)
+        with shard_locks([shard_path(folder, a, s) for a, s in todo]):  # a second run on them is refused
+            write_manifest(folder, key, started=started, status="running", extra=extra)
+            threads = torch.get_num_threads()
+            torch.set_num_threads(cfg["threads"])
+            try:
+                with tqdm(total=len(todo) * cfg["n_steps"], desc="tool_mutation", disable=not progress) as bar:
+                    for arm, seed in todo:
+                        bar.set_postfix_str(f"{arm} s{seed}")
+                        shard = shard_path(folder, arm, seed)
+                        _run_one(cfg, arm, seed, shard, resume_shard(shard, "step"), bar)
+            finally:
+                torch.set_num_threads(threads)
         on_disk = _complete_shards(folder, cfg["n_steps"])     # shards of a sweep share the folder
         extra |= {"arms": sorted({a for a, _ in on_disk}, key=ARMS.index), "seeds": sorted({s for _, s in on_disk}),
                   "shards_complete": len(on_disk)}

@@ -11,7 +11,6 @@ their lines lie on it, so ``corrected`` is drawn wide underneath and they thin o
 """
 from __future__ import annotations
 
-import json
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 
 from ..analysis.stats import (SIGN_FLIP_CI, T_CI, compare_to, format_ci, format_p, mean_ci_table,
                               paired_differences, t_ci)
+from ..core.jsonfile import read_json
 from ..core.paths import config_path, data_dir
 from .style import (Panel, dots_with_mean, line_kw, mean_curve, paired_difference_panel, repo_path, save_panels,
                     use_style)
@@ -41,7 +41,8 @@ def load_data(scale: str) -> dict:
             raise FileNotFoundError(
                 f"{p} is missing: run `python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml` "
                 f"(or notebook 04) first")
-        out[key] = json.loads(p.read_text()) if p.suffix == ".json" else pd.read_csv(p)
+        out[key] = read_json(p, fix=f"restore it (committed data: git checkout -- {p}) or run the search again "
+                                    f"(move {folder} aside first)") if p.suffix == ".json" else pd.read_csv(p)
         files.append(p)
     out["files"] = files
     return out
