@@ -25,7 +25,7 @@ from lib.llm.generate import generate, generate_agents, generate_agents_loop
 from lib.llm.timing import PhaseClock, PhaseTimer
 from lib.methods.operators import answer_of
 from lib.core.paths import REPO_ROOT
-from lib.methods.tasks import FAMILIES, make_pool, make_tasks, normalise, verify
+from lib.methods.tasks import FAMILIES, Task, make_pool, make_tasks, normalise, verify
 
 MICRO = REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"
 SHAPE = {"lists": re.compile(r"^\d+( \d+)*$"), "strings": re.compile(r"^[a-z]+$"),
@@ -156,8 +156,13 @@ def test_base_identity_names_the_gguf_file_and_its_hash():
 
 @pytest.fixture(scope="module")
 def base_answers(smol):
-    """The bare base on 8 ``lists``, 2 ``strings`` and 4 ``arith`` tasks: ``(tasks, outputs)``."""
-    tasks = make_tasks("lists", 8, seed=1000) + make_tasks("strings", 2, seed=2000) + make_tasks("arith", 4, seed=3000)
+    """The bare base on 8 ``lists``, 2 ``strings`` and 4 ``arith`` tasks, and four one-digit sums:
+    ``(tasks, outputs)``. The 4-bit 135M base gets the drawn items wrong (arith adds numbers 0–99);
+    the one-digit sums are items it can get right, so the parse → verify chain is tried on a right
+    answer too (``add 2+3 =`` → ``Answer: 2 + 3 = 5`` on this machine)."""
+    easy = [Task("arith", f"add {a}+{b} =", str(a + b)) for a, b in ((2, 3), (3, 4), (1, 2), (5, 4))]
+    tasks = (make_tasks("lists", 8, seed=1000) + make_tasks("strings", 2, seed=2000) + make_tasks("arith", 4, seed=3000)
+             + easy)
     t0 = time.perf_counter()
     outs = generate(smol, [t.prompt for t in tasks])
     print(f"\nbase: {len(outs)} answers of <= {smol.max_new_tokens(False)} tokens in {time.perf_counter() - t0:.1f} s")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..methods.operators import ARMS, founder_family
-from .stats import paired_differences, t_ci
+from .stats import paired_differences, sign_flip_ci, sign_flip_p, t_ci
 
 RUN = ["arm", "seed", "generation"]
 AGENT = RUN + ["agent"]
@@ -78,20 +78,57 @@ def agents_wide(rows: pd.DataFrame, metrics=None) -> pd.DataFrame:
     return out
 
 
-def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
-    """Per group of ``by``: reduce ``points`` to one mean per seed, then ``n`` (seeds), ``mean`` over
-    seeds and its 95 % CI (t) ``lo, hi`` (NaN with one seed)."""
-    cols = list(by) + ["n", "mean", "lo", "hi"]
+def _over_seeds(points: pd.DataFrame, by: list[str], value: str, summarise, cols: list[str]) -> pd.DataFrame:
+    """Per group of ``by``: ``points`` reduced to one mean of ``value`` per seed, then ``n`` (seeds) and
+    ``summarise(per-seed means)`` (a dict of ``cols``)."""
     d = points.dropna(subset=[value])
     if d.empty:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=list(by) + ["n"] + cols)
     per_seed = d.groupby(list(by) + ["seed"], as_index=False)[value].mean()
     out = []
     for key, g in per_seed.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        m, lo, hi = t_ci(g[value].to_numpy())
-        out.append({**dict(zip(by, key)), "n": int(len(g)), "mean": m, "lo": lo, "hi": hi})
-    return pd.DataFrame(out, columns=cols)
+        out.append({**dict(zip(by, key)), "n": int(len(g)), **summarise(g[value].to_numpy(float))})
+    return pd.DataFrame(out, columns=list(by) + ["n"] + cols)
+
+
+def ci_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
+    """Per group of ``by``: reduce ``points`` to one mean per seed, then ``n`` (seeds), ``mean`` over
+    seeds and its 95 % CI (t) ``lo, hi`` (NaN with one seed)."""
+    return _over_seeds(points, by, value, lambda x: dict(zip(("mean", "lo", "hi"), t_ci(x))), ["mean", "lo", "hi"])
+
+
+def paired_over_seeds(points: pd.DataFrame, by: list[str], value: str = "diff") -> pd.DataFrame:
+    """Per group of ``by``: reduce the paired differences in ``points`` to one mean per seed, then
+    ``n`` (seeds), ``mean`` over seeds, its 95 % CI (sign-flip inversion) ``lo, hi`` (unbounded with
+    n < 6) and the exact paired sign-flip ``p`` (NaN with one seed)
+    (:func:`lib.analysis.stats.sign_flip_ci`, :func:`lib.analysis.stats.sign_flip_p`)."""
+    def summarise(x):
+        lo, hi = sign_flip_ci(x)
+        return {"mean": float(x.mean()), "lo": lo, "hi": hi, "p": sign_flip_p(x)}
+    return _over_seeds(points, by, value, summarise, ["mean", "lo", "hi", "p"])
+
+
+PARENT_CODE_BASE = 100  # a "parents" row's value is a * 100 + b (lib.llm.society writes it)
+
+
+def decode_parents(code) -> tuple[int, int]:
+    """A ``parents`` row's value ``100·a + b`` → ``(a, b)``: the indices, in the previous
+    generation, of the child's two parents (``a == b``: a retrained copy of one parent, or an elite)."""
+    a, b = divmod(int(round(float(code))), PARENT_CODE_BASE)
+    return a, b
+
+
+def parents_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per child: ``arm, seed, generation, agent, parent_a, parent_b, copy`` (``copy``: one
+    source, ``parent_a == parent_b``). Parents are agents of ``generation - 1`` of the same arm and seed."""
+    par = df[df["metric"] == "parents"]
+    ab = [decode_parents(v) for v in par["value"]]
+    out = par[["arm", "seed", "generation", "agent"]].copy()
+    out["parent_a"] = [a for a, _ in ab]
+    out["parent_b"] = [b for _, b in ab]
+    out["copy"] = out["parent_a"] == out["parent_b"]
+    return out.sort_values(["arm", "seed", "generation", "agent"]).reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- founders
@@ -349,7 +386,7 @@ def selection_differential(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
 def _children(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per child (generation ≥ 1) with its birth metrics as columns and ``elite`` (0/1)."""
     birth = ["parents", "elite", "inherit_n", "source_test_overall", "source_val_overall",
-             "merge_winner", "merge_gain_val"]
+             "merge_winner", "merge_tied", "merge_gain_val"]
     d = rows[(rows["agent"] >= 0) & rows["metric"].isin(birth)]
     if d.empty:
         return pd.DataFrame(columns=AGENT + birth)
@@ -365,26 +402,32 @@ def _children(rows: pd.DataFrame) -> pd.DataFrame:
 def recombination_gain(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Recombination gain of the sexual arms (children with a ``merge_gain_val`` row; elites excluded).
 
-    Per child: gain = val(screened winner) − mean(val of its two parents), and ``plain`` = 1 when the
-    winner is candidate 0, the plain average (chance: 1 / n_candidates). Returns ``(points,
-    summary)``: ``points`` has ``arm, seed, generation, agent, gain, plain``; ``summary`` per arm:
-    ``n`` seeds, ``gain`` mean over seeds of the per-seed mean with 95 % CI (t) ``gain_lo, gain_hi``,
-    and ``plain_share`` likewise (``plain_lo, plain_hi``), ``children`` pooled.
+    Per child: gain = val(screened winner) − mean(val of its two parents), ``plain`` = 1 when the
+    winner is candidate 0, the plain average (chance: 1 / n_candidates), and ``tied`` = 1 when more
+    than one candidate tied at the top screening score (``merge_tied`` > 1: the winner was a seeded
+    draw among them; NaN without ``merge_tied`` rows). Returns ``(points, summary)``: ``points`` has
+    ``arm, seed, generation, agent, gain, plain, tied``; ``summary`` per arm: ``n`` seeds, ``gain``
+    mean over seeds of the per-seed mean with 95 % CI (t) ``gain_lo, gain_hi``, ``plain_share`` and
+    ``tie_share`` likewise (``plain_lo, plain_hi``, ``tie_lo, tie_hi``), ``children`` pooled.
     """
     ch = _children(rows)
     ch = ch[(ch["elite"] != 1) & ch["merge_gain_val"].notna()]
     pts = ch[AGENT].copy()
     pts["gain"] = ch["merge_gain_val"].astype(float).to_numpy()
     pts["plain"] = (ch["merge_winner"].round() == 0).astype(float).to_numpy()
+    tied = ch["merge_tied"].astype(float).to_numpy()
+    pts["tied"] = np.where(np.isnan(tied), np.nan, (tied > 1).astype(float))
     pts = pts.reset_index(drop=True)
-    cols = ["arm", "n", "children", "gain", "gain_lo", "gain_hi", "plain_share", "plain_lo", "plain_hi"]
+    cols = ["arm", "n", "children", "gain", "gain_lo", "gain_hi", "plain_share", "plain_lo", "plain_hi",
+            "tie_share", "tie_lo", "tie_hi"]
     if pts.empty:
         return pts, pd.DataFrame(columns=cols)
-    g = ci_over_seeds(pts, ["arm"], "gain").set_index("arm")
-    p = ci_over_seeds(pts, ["arm"], "plain").set_index("arm")
-    summ = pd.DataFrame({"n": g["n"], "children": pts.groupby("arm").size(),
-                         "gain": g["mean"], "gain_lo": g["lo"], "gain_hi": g["hi"],
-                         "plain_share": p["mean"], "plain_lo": p["lo"], "plain_hi": p["hi"]})
+    summ = pd.DataFrame({"n": pts.groupby("arm")["seed"].nunique(), "children": pts.groupby("arm").size()})
+    for value, (m, lo, hi) in (("gain", ("gain", "gain_lo", "gain_hi")),
+                               ("plain", ("plain_share", "plain_lo", "plain_hi")),
+                               ("tied", ("tie_share", "tie_lo", "tie_hi"))):
+        c = ci_over_seeds(pts, ["arm"], value).set_index("arm")
+        summ[m], summ[lo], summ[hi] = c["mean"], c["lo"], c["hi"]
     return pts, summ.reset_index().rename(columns={"index": "arm"})[cols]
 
 

@@ -5,11 +5,13 @@ accuracy at a generation is the mean over its agents; seeds are the unit of repl
 error bars of a mean over seeds are its 95 % CI (t), those of a paired difference arm − reference on
 the same seeds its 95 % CI (sign-flip inversion) (unbounded, so not drawn, with fewer than 6 seeds).
 Baseline arms (``baseline_…``: one model, no generations) are left out of every trajectory. The
-operators' diagnostics (S3c–S3g) live in :mod:`lib.plots.society_diagnostics`; their panels follow
-this module's in :data:`PANELS`.
+society against the field's merge methods (Fig. 3f), skill retention, skill loss and generalists
+(S3h–S3j) live in :mod:`lib.plots.society_results`, the operators' diagnostics (S3c–S3g) in
+:mod:`lib.plots.society_diagnostics`; their panels follow this module's in :data:`PANELS`.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -18,17 +20,20 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ..analysis.diagnostics import arms_in, is_baseline, population_metric
+from ..analysis.diagnostics import (PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
+                                    parents_table, population_metric)
 from ..analysis.stats import SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences, t_ci
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
-from . import society_diagnostics
+from ..core.rows import progress_path, read_progress
+from . import society_diagnostics, society_results
 from .style import (Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path, save_panels,
                     use_style)
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
 ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
+RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties on the main run's seeds 0-7
 NOTEBOOK = "03_society_arms.ipynb"
 ARM_ORDER = ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"]
 
@@ -37,11 +42,32 @@ def _shards(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*_s*.csv"))
 
 
+_SHARD = re.compile(r"^(?P<arm>.+)_s(?P<seed>\d+)$")
+
+
+def shard_walls(files) -> pd.DataFrame:
+    """Wall seconds of every generation of each shard in ``files`` (``<arm>_s<seed>.csv``), from its
+    progress file: ``arm, seed, generation, wall_s`` and the recorded phases (a baseline: one entry,
+    phase ``baseline``). A shard without a progress file contributes nothing."""
+    out = []
+    for f in files:
+        m = _SHARD.match(Path(f).stem)
+        info = read_progress(f) if m is not None else None
+        if info is None:
+            continue
+        phases = info.get("gen_phase_s", [])
+        out += [{"arm": m["arm"], "seed": int(m["seed"]), "generation": t, "wall_s": float(w),
+                 **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
+    return pd.DataFrame(out, columns=None if out else ["arm", "seed", "generation", "wall_s"])
+
+
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "sweep", "sweep_files", "families", "configs", "sweep_configs"}`` from
-    ``data/<scale>/society[_elitism|_g_sweep]/`` (``rows``: the main run and the elitism comparison's
-    runs; ``sweep``: the grounding-knob sweep; ``families``: the config's task families, in its
-    order; ``configs``: the configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
+    """``{"rows", "files", "walls", "sweep", "sweep_files", "families", "configs", "sweep_configs"}``
+    from ``data/<scale>/society[_recombination|_elitism|_g_sweep]/`` (``rows``: the main run, the
+    other breeding arms and the elitism comparison's runs, all on the main run's settings and founders;
+    ``walls``: their wall seconds per generation, :func:`shard_walls`; ``sweep``:
+    the grounding-knob sweep; ``families``: the config's task families, in its order; ``configs``: the
+    configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
 
     Raises ``FileNotFoundError`` naming the folder and the command that fills it.
     """
@@ -50,10 +76,12 @@ def load_data(scale: str) -> dict:
     if not files:
         raise FileNotFoundError(f"no society rows in {folder}: run "
                                 f"`python -m lib.experiment configs/society/{scale}.yaml`")
-    elite = _shards(data_dir(scale, ELITISM))  # its <arm>@e1 runs pair with the main run's arms
-    files += elite
+    configs = [config_path(EXPERIMENT, scale)]
+    for extra in (RECOMBINATION, ELITISM):  # runs on the main run's settings, founders and seeds: read with it
+        more = _shards(data_dir(scale, extra))
+        files += more
+        configs += [config_path(extra, scale)] if more else []
     rows = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
-    configs = [config_path(EXPERIMENT, scale)] + ([config_path(ELITISM, scale)] if elite else [])
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
     sweep = pd.concat([pd.read_csv(f) for f in sfiles], ignore_index=True) if sfiles else None
@@ -63,7 +91,8 @@ def load_data(scale: str) -> dict:
         sfiles = list(sfiles) + borrowed
         sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
     families = list(load_yaml(config_path(EXPERIMENT, scale))["families"])
-    return {"rows": rows, "files": [str(f) for f in files], "sweep": sweep, "sweep_files": [str(f) for f in sfiles],
+    return {"rows": rows, "files": [str(f) for f in files], "walls": shard_walls(files), "sweep": sweep,
+            "sweep_files": [str(f) for f in sfiles],
             "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}
 
 
@@ -93,28 +122,6 @@ def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
         borrowed += [str(folder / f"{arm}_s{sd}.csv") for sd in sorted(set(main["seed"]))]
         have.add(st["g"])
     return pd.concat(parts, ignore_index=True), borrowed
-
-
-PARENT_CODE_BASE = 100  # a "parents" row's value is a * 100 + b (lib.llm.society writes it)
-
-
-def decode_parents(code) -> tuple[int, int]:
-    """A ``parents`` row's value ``100·a + b`` → ``(a, b)``: the indices, in the previous
-    generation, of the child's two parents (``a == b``: a retrained copy of one parent, or an elite)."""
-    a, b = divmod(int(round(float(code))), PARENT_CODE_BASE)
-    return a, b
-
-
-def parents_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per child: ``arm, seed, generation, agent, parent_a, parent_b, copy`` (``copy``: one
-    source, ``parent_a == parent_b``). Parents are agents of ``generation - 1`` of the same arm and seed."""
-    par = df[df["metric"] == "parents"]
-    ab = [decode_parents(v) for v in par["value"]]
-    out = par[["arm", "seed", "generation", "agent"]].copy()
-    out["parent_a"] = [a for a, _ in ab]
-    out["parent_b"] = [b for _, b in ab]
-    out["copy"] = out["parent_a"] == out["parent_b"]
-    return out.sort_values(["arm", "seed", "generation", "agent"]).reset_index(drop=True)
 
 
 def parents_wide(df: pd.DataFrame) -> pd.DataFrame:
@@ -306,7 +313,8 @@ def draw_families(df: pd.DataFrame, families=None):
     default: the order the rows name them), one line per arm (mean over seeds)."""
     use_style()
     fams = list(families) if families is not None else [
-        m[5:] for m in dict.fromkeys(df["metric"]) if m.startswith("test_") and m != "test_overall"]
+        m[5:] for m in dict.fromkeys(df["metric"])
+        if m.startswith("test_") and m != "test_overall" and not m.endswith(("_familiar", "_novel"))]
     arms = trajectory_arms(df)
     fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams) + 1.2, 2.9), sharey=True, squeeze=False)
     for ax, f in zip(axes[0], fams):
@@ -468,12 +476,15 @@ PANELS: list[Panel] = [
           f"{T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
           "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
           source="sweep"),
-] + society_diagnostics.PANELS
+] + society_results.PANELS + society_diagnostics.PANELS
 
 
 def sources(data: dict) -> dict:
     """The data files and configs of each panel source, relative to the repository."""
-    return {"rows": ([repo_path(f) for f in data["files"]], [repo_path(c) for c in data["configs"]]),
+    rows = [repo_path(f) for f in data["files"]]
+    progress = [repo_path(progress_path(f)) for f in data["files"] if progress_path(f).is_file()]
+    return {"rows": (rows, [repo_path(c) for c in data["configs"]]),
+            "comparison": (rows + progress, [repo_path(c) for c in data["configs"]]),
             "sweep": ([repo_path(f) for f in data["sweep_files"]], [repo_path(c) for c in data["sweep_configs"]])}
 
 
@@ -510,3 +521,13 @@ def stats_table(scale: str) -> pd.DataFrame:
                             "p": format_p(float(c["p"]))})
             out.append(row)
     return pd.DataFrame(out)
+
+
+def comparison_table(scale: str) -> pd.DataFrame:
+    """Fig. 3f statistics: at the last generation, every society arm (population mean), each arm's
+    val-selected agent, every baseline, the founders' mean and the bare base, each minus ``full`` on
+    the same seed, overall and per family (:func:`lib.plots.society_results.comparison_rows`): ``metric,
+    method, reference, n, accuracy, mean, lo, hi`` (95 % CI, sign-flip inversion; unbounded with
+    < 6 seeds), ``p`` (text) and the cost ``train_steps, val_evals, wall_s`` (mean over seeds)."""
+    data = load_data(scale)
+    return society_results.comparison_rows(data["rows"], data["families"], data["walls"])

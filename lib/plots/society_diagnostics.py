@@ -149,12 +149,16 @@ def draw_selection_differential(df: pd.DataFrame):
 
 def draw_recombination_gain(df: pd.DataFrame):
     """S3e. Sexual arms: (a) the screened merge's val accuracy minus its parents' mean val accuracy;
-    (b) the share of children whose winning merge is candidate 0, the plain average. Dots: seeds
-    (mean over children and generations); marker: mean over seeds, 95 % CI (t)."""
+    (b) the share of children whose winning merge is candidate 0, the plain average; (c) the share
+    whose screening tied (more than one candidate at the top score: the winner was a seeded draw),
+    when ``merge_tied`` is recorded. Dots: seeds (mean over children and generations); marker: mean
+    over seeds, 95 % CI (t)."""
     use_style()
     pts, summ = dg.recombination_gain(df)
     order = _arms(pts)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.4, 3.1))
+    ties = pts["tied"].notna().any()
+    fig, axes = plt.subplots(1, 3 if ties else 2, figsize=(10.8 if ties else 7.4, 3.1))
+    a1, a2 = axes[0], axes[1]
     _arm_points(a1, pts, summ, "gain", order, mean="gain", lo="gain_lo", hi="gain_hi")
     a1.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     a1.set_ylabel("winner val − parents' mean val")
@@ -163,6 +167,12 @@ def draw_recombination_gain(df: pd.DataFrame):
     a2.set_ylim(-0.05, 1.05)
     a2.set_ylabel("share won by the plain average")
     a2.set_title("(b) candidate 0 (plain average) wins", fontsize=8, loc="left")
+    if ties:
+        _arm_points(axes[2], pts.dropna(subset=["tied"]), summ, "tied", order,
+                    mean="tie_share", lo="tie_lo", hi="tie_hi")
+        axes[2].set_ylim(-0.05, 1.05)
+        axes[2].set_ylabel("share of tied screenings")
+        axes[2].set_title("(c) screening tied (> 1 candidate at the top)", fontsize=8, loc="left")
     fig.tight_layout()
     return fig
 
@@ -253,8 +263,8 @@ PANELS = [
           f"test (never seen); mean over seeds, band: {T_CI}."),
     Panel("S3e_society_recombination_gain", _when(["merge_gain_val"], draw_recombination_gain),
           "Recombination gain of the sexual arms: (a) the screened merge's val accuracy minus its parents' "
-          "mean; (b) share of children whose merge is the plain average (candidate 0). Dots: seeds; mean, "
-          f"{T_CI}."),
+          "mean; (b) share of children whose merge is the plain average (candidate 0); (c) share whose screening "
+          f"tied (more than one candidate at the top score; drawn when recorded). Dots: seeds; mean, {T_CI}."),
     Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
           "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
           f"excluded), (a) per generation and arm, (b) per arm; mean over seeds, {T_CI}."),

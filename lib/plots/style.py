@@ -16,7 +16,6 @@ CI (sign-flip inversion) (:func:`paired_difference_panel`; unbounded, so not dra
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from ..analysis.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
+from ..core.jsonfile import read_json, write_json  # noqa: E402
 from ..core.paths import REPO_ROOT, figures_dir  # noqa: E402
 
 # Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
@@ -46,6 +46,12 @@ _LOOKS = {
     "full": (TOL_BRIGHT["blue"], "o"), "no_grounding": (TOL_BRIGHT["red"], "s"),
     "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
     "sex_linear": (TOL_BRIGHT["yellow"], "v"),
+    "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_BRIGHT["cyan"], "X"),
+    # the society's references and the field's methods on the same founders (muted: not evolving)
+    "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
+    "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
+    "baseline_ties": (TOL_MUTED["teal"], ">"), "baseline_dare_ties": (TOL_MUTED["sand"], "p"),
+    "baseline_lorahub": (TOL_MUTED["indigo"], "*"), "baseline_multitask": (TOL_MUTED["rose"], "d"),
     # tool-mutation arms (reference: sgd)
     "sgd": (REFERENCE_GREY, "o"), "mutate_promote": (TOL_BRIGHT["blue"], "s"),
     "random_promote": (TOL_BRIGHT["red"], "^"),
@@ -252,8 +258,10 @@ def _index_path(scale: str) -> Path:
 
 
 def read_index(scale: str) -> dict:
+    """``figures/<scale>/index.json`` (``{}`` when absent); unreadable, a one-line error naming it."""
     p = _index_path(scale)
-    return json.loads(p.read_text()) if p.is_file() else {}
+    return read_json(p, fix=f"delete it and run notebook 05 (make reproduce SCALE={scale}), which redraws "
+                            f"every panel and rebuilds the index") if p.is_file() else {}
 
 
 def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterable[str] = (),
@@ -279,7 +287,7 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
     idx = read_index(scale)
     idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": [repo_path(d) for d in data],
                  "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
-    _index_path(scale).write_text(json.dumps(idx, indent=2, sort_keys=True) + "\n")
+    write_json(_index_path(scale), idx)
     return paths
 
 

@@ -1,0 +1,272 @@
+"""The society's central question from its tidy rows: is the founders' skill kept, where is it lost,
+does breeding make generalists, and how does the society fare against the field's merge methods.
+
+Rows as in :mod:`lib.analysis.diagnostics` (``lib.llm.society.COLUMNS``). A family's *novel* region
+(``test_<family>_novel``, :func:`lib.methods.tasks.region`) is the part the bare base never saw in
+pre-training: only the founder specialist of that family was trained on it, so accuracy there is the
+skill the society can keep or lose. Seeds are the unit: every statistic is first reduced to one number
+per seed, then a single mean carries its 95 % CI (t) (:func:`lib.analysis.diagnostics.ci_over_seeds`)
+and a paired difference its 95 % CI (sign-flip inversion) with the exact p
+(:func:`lib.analysis.diagnostics.paired_over_seeds`, :func:`lib.analysis.stats.paired_differences`).
+Baseline arms (``baseline_…``) are one model (agent 0) at the last generation.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..methods.operators import founder_family
+from .diagnostics import (AGENT, RUN, agents_wide, arms_in, founders_arm, is_baseline, paired_over_seeds,
+                          parents_table)
+from .stats import paired_differences
+
+REGION = "novel"
+REFERENCE = "full"
+VAL_BEST = " (val-best)"  # the column of an arm's val-selected agent: "full (val-best)"
+FOUNDERS, BASE = "founders (mean)", "base"
+STEPS = ("merge − parents' mean", "merge − best parent", "child − merge")
+ALL = "all families"
+
+
+def _founders(w: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The generation-0 agents of :func:`lib.analysis.diagnostics.founders_arm` (each founder once)."""
+    return w[(w["arm"] == founders_arm(rows)) & (w["generation"] == 0)]
+
+
+def base_scores(rows: pd.DataFrame, keys) -> pd.DataFrame:
+    """The bare base per seed: index ``seed``, one column per key (``base_test_<key>``, generation 0,
+    agent −1, read from :func:`lib.analysis.diagnostics.founders_arm`); NaN where not recorded."""
+    d = rows[(rows["arm"] == founders_arm(rows)) & (rows["generation"] == 0) & (rows["agent"] == -1)]
+    wide = d.pivot_table(index="seed", columns="metric", values="value", aggfunc="first")
+    out = pd.DataFrame(index=pd.Index(sorted(set(rows["seed"])), name="seed"))
+    for k in keys:
+        out[k] = wide[f"base_test_{k}"] if f"base_test_{k}" in wide else np.nan
+    return out
+
+
+def _ranks(*orders):
+    """A ``sort_values`` key: each column's values ranked by their place in the orders given."""
+    rank = {v: i for order in orders for i, v in enumerate(order)}
+    return lambda c: c.map(rank)
+
+
+def last_generation(w: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``w`` (one per agent) at each (arm, seed)'s last generation."""
+    return w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
+
+
+# ----------------------------------------------------------------------------- S3h retention
+
+
+def skill_retention(rows: pd.DataFrame, families, region: str = REGION) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Accuracy on each family's ``region`` over the generations, and what it is measured against.
+
+    ``points``: per (arm, seed, generation, family): ``statistic`` ``"mean"`` (mean over the agents of
+    ``test_<family>_<region>``) and ``"best"`` (their maximum: the best agent, picked on test, an
+    oracle), in ``value``; a baseline's one model gives both. ``references`` per (seed, family):
+    ``"best founder"`` (generation 0, the maximum over the founders specialising in the family),
+    ``"specialists' mean"`` (their mean) and ``"base"`` (``base_test_<family>_<region>``).
+    Summaries: ``ci_over_seeds(points, ["arm", "family", "statistic", "generation"])`` and
+    ``ci_over_seeds(references, ["family", "reference"])``.
+    """
+    keys = [f"test_{f}_{region}" for f in families]
+    w = agents_wide(rows, keys)
+    pts = []
+    for f, k in zip(families, keys):
+        g = w.dropna(subset=[k]).groupby(RUN)[k].agg(mean="mean", best="max").reset_index()
+        pts.append(g.melt(id_vars=RUN, value_vars=["mean", "best"], var_name="statistic").assign(family=f))
+    pts = pd.concat(pts, ignore_index=True)[RUN + ["family", "statistic", "value"]]
+    fo = _founders(w, rows)
+    base = base_scores(rows, [f"{f}_{region}" for f in families])
+    refs = []
+    for f, k in zip(families, keys):
+        spec = fo[[founder_family(families, a) == f for a in fo["agent"]]].dropna(subset=[k])
+        for s, g in spec.groupby("seed"):
+            refs += [{"seed": s, "family": f, "reference": "best founder", "value": float(g[k].max())},
+                     {"seed": s, "family": f, "reference": "specialists' mean", "value": float(g[k].mean())}]
+        refs += [{"seed": s, "family": f, "reference": "base", "value": float(v)}
+                 for s, v in base[f"{f}_{region}"].dropna().items()]
+    return pts, pd.DataFrame(refs, columns=["seed", "family", "reference", "value"])
+
+
+def retention_gaps(rows: pd.DataFrame, families, region: str = REGION) -> pd.DataFrame:
+    """At each arm's last generation, paired by seed, per family: ``best`` agent − best founder and
+    population ``mean`` − the specialists' mean on the family's ``region`` (:func:`skill_retention`):
+    ``arm, family, statistic, reference, n, mean, lo, hi`` (95 % CI, sign-flip inversion), ``p``.
+    Below 0: the founders' skill was not kept."""
+    pts, refs = skill_retention(rows, families, region)
+    last = pts[pts["generation"] == pts.groupby(["arm", "seed"])["generation"].transform("max")]
+    ref = refs.pivot_table(index=["seed", "family"], columns="reference", values="value", aggfunc="first")
+    out = []
+    for stat, r in (("best", "best founder"), ("mean", "specialists' mean")):
+        d = last[last["statistic"] == stat].join(ref[r].rename("ref"), on=["seed", "family"])
+        d = d.assign(diff=d["value"] - d["ref"], statistic=stat, reference=r)
+        out.append(paired_over_seeds(d, ["arm", "family", "statistic", "reference"]))
+    out = pd.concat(out, ignore_index=True)
+    return out.sort_values(["arm", "family"], key=_ranks(arms_in(pts), families), kind="stable").reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- S3i skill loss
+
+
+def skill_loss(rows: pd.DataFrame, families, region: str = REGION) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where a child's skill on ``region`` goes, step by step, for every bred child (not an elite) with
+    ``source_test_*`` rows.
+
+    Per child at t+1 and family f (and :data:`ALL`, the mean over families): ``parent_a``,
+    ``parent_b`` = its parents' ``test_f_<region>`` at t (one parent twice for a copy: ``no_sex``),
+    ``merge`` = its source's (``source_test_f_<region>``: the screened winning merge, or the copied
+    parent), ``child`` = its own at t+1; ``copy`` = one parent. Steps (:data:`STEPS`): merge − mean of
+    the parents (does merging, which scales each update by its weight, lose skill?), merge − the better
+    parent, child − merge (does distillation on the source's answers lose it?). For a copy, merge −
+    parent is 0 by construction. ``inherit_n`` is kept: a degenerate child (too few usable answers) is
+    a copy of its source, not distilled.
+
+    Returns ``(points, summary)``: ``points``: ``arm, seed, generation, agent, family, parent_a,
+    parent_b, merge, child, copy, inherit_n`` and one column per step; ``summary``: per (arm, family,
+    step) the per-seed mean difference, ``n, mean, lo, hi`` (95 % CI, sign-flip inversion), ``p``.
+    """
+    keys = {f: f"test_{f}_{region}" for f in families}
+    cols = ["parent_a", "parent_b", "merge", "child"]
+    birth = rows[rows["agent"] >= 0].pivot_table(index=AGENT, columns="metric", values="value", aggfunc="first")
+    if not {f"source_{k}" for k in keys.values()} <= set(birth.columns):
+        return pd.DataFrame(columns=_LOSS_COLUMNS), pd.DataFrame(columns=_LOSS_SUMMARY)
+    birth = birth.reindex(columns=["elite", "inherit_n", *(f"source_{k}" for k in keys.values())])
+    ch = parents_table(rows).join(birth, on=AGENT)
+    ch = ch[(ch["elite"] != 1) & ch[[f"source_{k}" for k in keys.values()]].notna().any(axis=1)]
+    test = agents_wide(rows, list(keys.values())).set_index(AGENT)
+
+    def test_of(k, generation, agent):
+        idx = pd.MultiIndex.from_arrays([ch["arm"], ch["seed"], generation, agent])
+        return test[k].reindex(idx).to_numpy(float)
+
+    parts = [pd.DataFrame({**{c: ch[c].to_numpy() for c in AGENT}, "family": f,
+                           "parent_a": test_of(k, ch["generation"] - 1, ch["parent_a"]),
+                           "parent_b": test_of(k, ch["generation"] - 1, ch["parent_b"]),
+                           "merge": ch[f"source_{k}"].to_numpy(float),
+                           "child": test_of(k, ch["generation"], ch["agent"]),
+                           "copy": ch["copy"].to_numpy(), "inherit_n": ch["inherit_n"].to_numpy(float)})
+             for f, k in keys.items()]
+    pts = pd.concat(parts, ignore_index=True)
+    whole = pts.dropna(subset=cols).groupby(AGENT).filter(lambda g: len(g) == len(keys))
+    pooled = whole.groupby(AGENT, as_index=False).agg(**{c: (c, "mean") for c in cols}, copy=("copy", "first"),
+                                                    inherit_n=("inherit_n", "first"))
+    pts = pd.concat([pts, pooled.assign(family=ALL)], ignore_index=True)
+    pts[STEPS[0]] = pts["merge"] - (pts["parent_a"] + pts["parent_b"]) / 2
+    pts[STEPS[1]] = pts["merge"] - np.fmax(pts["parent_a"], pts["parent_b"]).where(
+        pts[["parent_a", "parent_b"]].notna().all(axis=1))
+    pts[STEPS[2]] = pts["child"] - pts["merge"]
+    pts = pts[_LOSS_COLUMNS]
+    long = pts.melt(id_vars=AGENT + ["family"], value_vars=list(STEPS), var_name="step", value_name="diff")
+    summ = paired_over_seeds(long, ["arm", "family", "step"])
+    summ = summ.sort_values(["arm", "family", "step"], key=_ranks(arms_in(pts), list(families) + [ALL], STEPS))
+    summ = summ.reset_index(drop=True)
+    return pts, summ
+
+
+_LOSS_COLUMNS = AGENT + ["family", "parent_a", "parent_b", "merge", "child", "copy", "inherit_n", *STEPS]
+_LOSS_SUMMARY = ["arm", "family", "step", "n", "mean", "lo", "hi", "p"]
+
+
+# ----------------------------------------------------------------------------- S3j generalists
+
+
+def generalists(rows: pd.DataFrame, families, min_families=(1, 2)) -> pd.DataFrame:
+    """Per (arm, seed, generation) and threshold k in ``min_families``: ``count`` = the agents whose
+    ``test_f`` is strictly above the bare base's ``base_test_f`` (same seed) on at least k families,
+    ``agents`` = the population size, ``share`` = count / agents. A baseline is one agent.
+    Summaries: ``ci_over_seeds(points, ["arm", "k", "generation"], "count" | "share")``."""
+    keys = [f"test_{f}" for f in families]
+    w = agents_wide(rows, keys)
+    base = base_scores(rows, families)
+    above = np.zeros(len(w), int)
+    for f, k in zip(families, keys):
+        b = base[f].reindex(w["seed"]).to_numpy(float)
+        above += (w[k].to_numpy(float) > b).astype(int)  # NaN compares False: no base, no win
+    w = w.assign(above=above)
+    out = []
+    for k in min_families:
+        g = w.assign(hit=(w["above"] >= k).astype(int)).groupby(RUN, as_index=False).agg(
+            count=("hit", "sum"), agents=("hit", "size"))
+        out.append(g.assign(k=int(k)))
+    pts = pd.concat(out, ignore_index=True)
+    pts["share"] = pts["count"] / pts["agents"]
+    return pts[RUN + ["k", "count", "agents", "share"]]
+
+
+# ----------------------------------------------------------------------------- Fig. 3f comparison
+
+
+def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Per (method, seed, metric) at the last generation, ``value`` = test accuracy (``metric``:
+    ``overall`` or a family). Methods, in this order: every plain society arm (its population mean;
+    variants ``<arm>@…`` are compared in S3g), each one's val-selected agent ``<arm> (val-best)`` (the
+    last generation's agent with the highest ``val_overall``, ties → lowest index: what a user would
+    deploy), every baseline (its one model), :data:`FOUNDERS` (generation 0's population mean, from
+    :func:`lib.analysis.diagnostics.founders_arm`) and :data:`BASE` (the bare base)."""
+    keys = ["overall"] + list(families)
+    cols = [f"test_{k}" for k in keys]
+    w = agents_wide(rows, cols)
+    last = last_generation(w)
+    arms = [a for a in arms_in(rows) if "@" not in a]
+    pop, best = [], []
+    for arm in arms:
+        for seed, g in last[last["arm"] == arm].groupby("seed"):
+            pop += [(arm, seed, k, float(g[c].mean())) for k, c in zip(keys, cols)]
+            if not is_baseline(arm):
+                top = g.sort_values(["val_overall", "agent"], ascending=[False, True], na_position="last").iloc[0]
+                best += [(arm + VAL_BEST, seed, k, float(top[c])) for k, c in zip(keys, cols)]
+    lines = [r for r in pop if not is_baseline(r[0])] + best + [r for r in pop if is_baseline(r[0])]
+    for seed, g in _founders(w, rows).groupby("seed"):
+        lines += [(FOUNDERS, seed, k, float(g[c].mean())) for k, c in zip(keys, cols)]
+    base = base_scores(rows, keys)
+    lines += [(BASE, s, k, float(base.loc[s, k])) for s in base.index for k in keys if np.isfinite(base.loc[s, k])]
+    return pd.DataFrame(lines, columns=["method", "seed", "metric", "value"])
+
+
+def method_costs(rows: pd.DataFrame, walls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per run (arm, seed): ``train_steps`` (LoRA optimizer steps, founders included) and ``val_evals``
+    (model evaluations on val) from the ``cost_*`` rows at its last generation, and ``wall_s``, the sum
+    of its generations' wall seconds (``walls``: ``arm, seed, generation, wall_s``, from the progress
+    files; NaN without them). Machine-dependent: wall seconds compare runs made on one machine."""
+    d = rows[(rows["agent"] == -1) & rows["metric"].isin(["cost_train_steps", "cost_val_evals"])]
+    d = d[d["generation"] == d.groupby(["arm", "seed"])["generation"].transform("max")]
+    out = d.pivot_table(index=["arm", "seed"], columns="metric", values="value", aggfunc="first")
+    out = out.rename(columns={"cost_train_steps": "train_steps", "cost_val_evals": "val_evals"})
+    for c in ("train_steps", "val_evals"):
+        if c not in out:
+            out[c] = np.nan
+    out["wall_s"] = (walls.groupby(["arm", "seed"])["wall_s"].sum().reindex(out.index)
+                     if walls is not None and len(walls) else np.nan)
+    out.columns.name = None
+    return out.reset_index()[["arm", "seed", "train_steps", "val_evals", "wall_s"]]
+
+
+def comparison(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 3f: every method of :func:`method_scores` minus :data:`REFERENCE` (``full``'s population
+    mean) on the same seed, per metric.
+
+    Returns ``(points, summary)``: ``points``: ``metric, method, seed, diff``; ``summary`` per (metric,
+    method), methods in :func:`method_scores` order and ``full`` itself first: ``reference, n, mean``
+    (mean difference), ``lo, hi`` (95 % CI, sign-flip inversion; unbounded with n < 6), ``p`` (exact
+    sign-flip; NaN with one seed), ``accuracy`` (the method's own mean over seeds) and its cost, the
+    mean over seeds of :func:`method_costs` (``train_steps, val_evals, wall_s``; a val-best agent costs
+    its arm's run; founders and base: NaN, they are where every method starts).
+    """
+    scores = method_scores(rows, families)
+    cols = ["metric", "method", "reference", "n", "mean", "lo", "hi", "p", "accuracy", "train_steps",
+            "val_evals", "wall_s"]
+    if REFERENCE not in set(scores["method"]):
+        return pd.DataFrame(columns=["metric", "method", "seed", "diff"]), pd.DataFrame(columns=cols)
+    pts, summ = paired_differences(scores, group="method", reference=REFERENCE, by=["metric"])
+    acc = scores.groupby(["metric", "method"], as_index=False)["value"].mean().rename(columns={"value": "accuracy"})
+    summ = acc.merge(summ.drop(columns="test"), on=["metric", "method"], how="left")
+    own = summ["method"] == REFERENCE
+    summ.loc[own, "reference"] = REFERENCE
+    summ.loc[own, "n"] = scores.loc[scores["method"] == REFERENCE].groupby("metric")["seed"].nunique().reindex(
+        summ.loc[own, "metric"]).to_numpy()
+    cost = method_costs(rows, walls).groupby("arm")[["train_steps", "val_evals", "wall_s"]].mean()
+    summ = summ.assign(arm=summ["method"].str.removesuffix(VAL_BEST)).join(cost, on="arm").drop(columns="arm")
+    summ = summ.sort_values(["metric", "method"], key=_ranks(dict.fromkeys(scores["metric"]),
+                                                           dict.fromkeys(scores["method"])))
+    return pts, summ.reset_index(drop=True)[cols]
