@@ -385,3 +385,46 @@ def test_smoke_panels_are_saved_and_the_comparison_table_matches_the_progress_fi
     walls = [sum(json.loads(open(f.replace(".csv", ".progress.json")).read())["gen_wall_s"]) for f in runs]
     assert full["wall_s"] == pytest.approx(np.mean(walls))
     assert set(t["metric"]) == {"overall", *data["families"]}
+
+
+# ----------------------------------------------------------------------------- pre-registered comparisons
+
+
+def test_holm_adjusts_step_down_in_the_input_order():
+    np.testing.assert_allclose(stats.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])  # 3·.01, max(2·.03, .03), max(.06, .04)
+    np.testing.assert_allclose(stats.holm([0.5, 0.001]), [0.5, 0.002])
+    np.testing.assert_allclose(stats.holm([0.9, 0.8]), [1.0, 1.0])  # capped at 1
+    out = stats.holm([0.02, float("nan"), 0.01])
+    assert np.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.02)  # m = 2
+
+
+def primary_rows(seeds=range(8)):
+    """full's population at 0.60 + 0.01 s; no_grounding 0.05 below; multitask 0.02 above with alternating
+    signs; the one-shot merges: ties best on val but worst on test, soup the reverse."""
+    rows = []
+    for s in seeds:
+        for a in range(2):
+            rows += agent_rows("full", s, 2, a, test_overall=0.60 + 0.01 * s, val_overall=0.5)
+            rows += agent_rows("no_grounding", s, 2, a, test_overall=0.55 + 0.01 * s, val_overall=0.5)
+        rows += agent_rows("baseline_ties", s, 1, 0, test_overall=0.30, val_overall=0.70)
+        rows += agent_rows("baseline_soup", s, 1, 0, test_overall=0.90, val_overall=0.40)
+        rows += agent_rows("baseline_multitask", s, 1, 0, test_overall=0.60 + 0.01 * s + (0.02 if s % 2 else -0.01),
+                           val_overall=0.9)
+    return frame(rows)
+
+
+def test_primary_comparisons_pick_the_merge_on_val_and_adjust_for_three():
+    rows = primary_rows()
+    arm, val = sr.best_one_shot(rows)
+    assert arm == "baseline_ties" and list(val.index) == ["baseline_ties", "baseline_soup"]  # never multitask
+    t = sr.primary_comparisons(rows, ["overall"]).set_index("other")
+    assert list(t.index) == ["no_grounding", "baseline_ties", "baseline_multitask"]
+    g = t.loc["no_grounding"]
+    assert g["diff"] == pytest.approx(0.05) and g["n"] == 8 and g["p"] == pytest.approx(2 / 256)
+    assert g["lo"] == pytest.approx(0.05) and g["hi"] == pytest.approx(0.05)  # every difference is 0.05
+    assert t.loc["baseline_ties", "diff"] == pytest.approx(np.mean([0.30 + 0.01 * s for s in range(8)]))
+    assert t.loc["baseline_multitask", "diff"] == pytest.approx(np.mean([0.01, -0.02] * 4))
+    np.testing.assert_allclose(t["p_holm"], stats.holm(t["p"].to_numpy()))
+    assert (t["p_holm"] >= t["p"]).all() and t.loc["no_grounding", "p_holm"] == pytest.approx(3 * 2 / 256)
+    with pytest.raises(ValueError, match="baseline_multitask"):
+        sr.primary_comparisons(rows[rows["arm"] != "baseline_multitask"], ["overall"])

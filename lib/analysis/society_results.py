@@ -18,7 +18,7 @@ import pandas as pd
 from ..methods.operators import founder_family
 from .diagnostics import (AGENT, RUN, agents_wide, arms_in, founders_arm, is_baseline, paired_over_seeds,
                           parents_table)
-from .stats import paired_differences
+from .stats import holm, paired_permutation_test, sign_flip_ci, paired_differences
 
 REGION = "novel"
 REFERENCE = "full"
@@ -270,3 +270,46 @@ def comparison(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) 
     summ = summ.sort_values(["metric", "method"], key=_ranks(dict.fromkeys(scores["metric"]),
                                                            dict.fromkeys(scores["method"])))
     return pts, summ.reset_index(drop=True)[cols]
+
+
+# ----------------------------------------------------------------------------- pre-registered comparisons
+
+ONE_SHOT = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties", "baseline_lorahub")
+MULTITASK = "baseline_multitask"
+
+
+def best_one_shot(rows: pd.DataFrame) -> tuple[str, pd.Series]:
+    """The one-shot merge a practitioner would pick without seeing test: of :data:`ONE_SHOT`, the one
+    with the highest mean ``val_overall`` over seeds. Returns ``(arm, mean val per arm)``."""
+    d = rows[rows["arm"].isin(ONE_SHOT) & (rows["metric"] == "val_overall")]
+    if d.empty:
+        raise ValueError(f"no val_overall rows of the one-shot merges {list(ONE_SHOT)}")
+    val = d.groupby(["arm", "seed"])["value"].mean().groupby("arm").mean().sort_values(ascending=False)
+    return str(val.index[0]), val
+
+
+def primary_comparisons(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """The three comparisons pre-registered in ``configs/society/cpu.yaml``: outcome = population
+    accuracy on the unseen test at the last generation (``overall`` of :func:`method_scores`), per seed;
+    ``full`` − ``no_grounding``, ``full`` − the best one-shot merge (:func:`best_one_shot`, chosen on
+    val) and ``full`` − ``baseline_multitask``, paired over the seeds both have.
+
+    Returns one row per comparison: ``comparison, other, n, full, other_acc`` (means over those seeds),
+    ``diff`` (mean of full − other), ``lo, hi`` (95 % CI, sign-flip inversion), ``p`` (exact sign-flip)
+    and ``p_holm`` (Holm's adjustment over the three)."""
+    scores = method_scores(rows, families)
+    wide = scores[scores["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
+    merge, _ = best_one_shot(rows)
+    out = []
+    for name, other in (("grounding", "no_grounding"), ("best one-shot merge", merge), ("multitask", MULTITASK)):
+        if REFERENCE not in wide or other not in wide:
+            raise ValueError(f"the primary comparison needs rows of {REFERENCE!r} and {other!r}")
+        both = wide[[REFERENCE, other]].dropna()
+        d = (both[REFERENCE] - both[other]).to_numpy()
+        t = paired_permutation_test(both[REFERENCE].to_numpy(), both[other].to_numpy())
+        lo, hi = sign_flip_ci(d)
+        out.append({"comparison": f"full − {name}", "other": other, "n": len(d), "full": both[REFERENCE].mean(),
+                    "other_acc": both[other].mean(), "diff": float(d.mean()), "lo": lo, "hi": hi, "p": t["p"]})
+    table = pd.DataFrame(out)
+    table["p_holm"] = holm(table["p"].to_numpy())
+    return table

@@ -176,6 +176,22 @@ def paired_permutation_test(a, b, *, n_perm: int = 10000, seed: int = 0) -> dict
             "exact": exact}
 
 
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of ``m`` p-values (family-wise error): sorted ascending,
+    p̃₍ᵢ₎ = max_{j ≤ i} min(1, (m − j + 1) · p₍ⱼ₎), returned in the input order (NaN stays NaN and
+    does not count in m)."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[k]))
+        out[k] = running
+    return out
+
+
 def format_p(p) -> str:
     """A p-value as text: two significant digits, scientific below 0.001 (``3.1e-05``, never
     ``0.0000``); ``"n/a"`` when undefined (NaN)."""
