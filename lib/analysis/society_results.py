@@ -301,7 +301,7 @@ def primary_comparisons(rows: pd.DataFrame, families) -> pd.DataFrame:
     wide = scores[scores["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
     merge, _ = best_one_shot(rows)
     out = []
-    for name, other in (("grounding", "no_grounding"), ("best one-shot merge", merge), ("multitask", MULTITASK)):
+    for name, other in (("no_grounding", "no_grounding"), ("best one-shot merge", merge), ("multitask", MULTITASK)):
         if REFERENCE not in wide or other not in wide:
             raise ValueError(f"the primary comparison needs rows of {REFERENCE!r} and {other!r}")
         both = wide[[REFERENCE, other]].dropna()
