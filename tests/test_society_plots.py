@@ -201,3 +201,17 @@ def test_variants_are_compared_with_the_reference_of_their_tag():
     assert s.loc["no_sex", "mean"] == pytest.approx(-0.1) and s.loc["no_sex", "reference"] == "full"
     assert s.loc["no_sex@e1", "mean"] == pytest.approx(0.1) and s.loc["no_sex@e1", "reference"] == "full@e1"
     assert s.loc["full@e1", "reference"] == "full"
+
+
+def test_a_shard_in_two_folders_is_refused_not_counted_twice(tmp_path, monkeypatch):
+    # the main run and the recombination runs both holding no_sex_s0 (a config's arm run in the wrong folder)
+    src = REPO_ROOT / "data" / "smoke"
+    for exp in ("society", "society_recombination"):
+        (tmp_path / exp).mkdir()
+        for f in (src / exp).glob("*"):
+            (tmp_path / exp / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "society" / "no_sex_s0.csv").write_bytes((src / "society_recombination" / "no_sex_s0.csv").read_bytes())
+    monkeypatch.setattr(plots, "data_dir", lambda scale, exp: tmp_path / exp)
+    from lib.core.errors import DataMismatchError
+    with pytest.raises(DataMismatchError, match="no_sex_s0.csv .* hold the same shard"):
+        plots.load_data("smoke")

@@ -23,6 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from ..analysis.diagnostics import (PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
                                     parents_table, population_metric)
 from ..analysis.stats import SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences, t_ci
+from ..core.errors import DataMismatchError
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
 from ..core.rows import progress_path, read_progress
@@ -81,6 +82,12 @@ def load_data(scale: str) -> dict:
         more = _shards(data_dir(scale, extra))
         files += more
         configs += [config_path(extra, scale)] if more else []
+    seen = {}
+    for f in files:  # an arm run twice (two folders) would count its agents twice in every mean
+        if Path(f).name in seen:
+            raise DataMismatchError(f"{f} and {seen[Path(f).name]} hold the same shard: keep the one whose "
+                                    f"folder's config lists its arm and move the other aside")
+        seen[Path(f).name] = f
     rows = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
