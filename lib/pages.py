@@ -58,9 +58,15 @@ def figures_expected(source: str) -> tuple[int, bool]:
     return len(DISPLAY_FIG.findall(source)), bool(SHOW_SAVED.search(source))
 
 
-def _shown(d: int, s: bool, images: int, captions: int) -> str:
+ABSENT = re.compile(r"^no \S.*$", re.M)  # a printed line saying why a panel is not drawn ("no … data …")
+
+
+def _shown(d: int, s: bool, images: int, captions: int, absent: bool = False) -> str:
     """Why a cell with ``d`` display calls (and ``show_saved`` when ``s``) that holds ``images`` PNGs and
-    ``captions`` Markdown outputs misses a figure, or ``""``."""
+    ``captions`` Markdown outputs misses a figure, or ``""``. A cell that drew nothing and printed a
+    line starting ``no …`` (``absent``: its data does not exist at this scale) misses nothing."""
+    if absent and images == 0:
+        return ""
     if s and (images < 1 or images < captions + d):
         return f"show_saved shows {captions} captions but {images} images"
     if images < max(d, 1):
@@ -90,7 +96,8 @@ def notebook_problems(nb: dict) -> list[str]:
             problems.append(f"{where}: an error output")
         d, s = figures_expected(source)
         if d or s:
-            why = _shown(d, s, images, sum("text/markdown" in x for x in data))
+            said = "".join("".join(o.get("text", "")) for o in outs if o.get("output_type") == "stream")
+            why = _shown(d, s, images, sum("text/markdown" in x for x in data), bool(ABSENT.search(said)))
             if why:
                 problems.append(f"{where}: {why}")
     return problems
@@ -126,7 +133,8 @@ def page_problems(page: str) -> list[str]:
             continue
         source, _, outputs = cell.partition('class="jp-Cell-outputWrapper"')
         d, s = figures_expected(text_of(source))
-        why = _shown(d, s, len(PNG_IMG.findall(outputs)), outputs.count("jp-RenderedMarkdown")) if d or s else ""
+        why = _shown(d, s, len(PNG_IMG.findall(outputs)), outputs.count("jp-RenderedMarkdown"),
+                     bool(ABSENT.search(text_of(outputs)))) if d or s else ""
         if why:
             problems.append(f"cell {k}: {why}")
     return problems

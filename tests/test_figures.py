@@ -38,7 +38,8 @@ UNKNOWN = ["unheard-of", "qd_v2", "my_arm", "baseline", "zz", "ablation-7"]
 
 
 def test_every_colour_is_a_colour_blind_safe_one_and_a_variant_keeps_its_arms():
-    safe = {c.lower() for c in [*figures.TOL_BRIGHT.values(), *figures.TOL_MUTED.values(), figures.REFERENCE_GREY]}
+    safe = {c.lower() for c in [*figures.TOL_BRIGHT.values(), *figures.TOL_MUTED.values(), *figures.TOL_VIBRANT.values(),
+                                figures.REFERENCE_GREY]}
     for name in [*figures.COLOURS, *UNKNOWN]:
         assert mcolors.is_color_like(figures.colour(name)), name
         assert figures.colour(name).lower() in safe, f"{name}: {figures.colour(name)} is not a Tol colour"

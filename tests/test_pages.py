@@ -77,6 +77,26 @@ def test_the_checks_catch_a_figure_shown_as_text_a_fetched_script_and_raw_tex(tm
     assert len(pages.page_problems(html)) == 3
 
 
+def test_a_panel_whose_data_is_absent_at_this_scale_may_say_so_instead(tmp_path):
+    """A figure cell whose data does not exist at this scale (the g sweep before it has run) prints one
+    line starting "no …" and draws nothing: not a missing figure. Silence is still one."""
+    def absent(text):
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("if data is not None:\n    fig = draw()\n    display(fig); plt.close(fig)\n"
+                                         "else:\n    print('no grounding-knob sweep data at this scale')")
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+        nb.cells = [cell]
+        return nb
+    said, silent = absent("no grounding-knob sweep data at this scale\n"), absent("")
+    assert pages.notebook_problems(said) == []
+    assert pages.page_problems(pages.render_node(said, tmp_path / "said.html", "s").read_text()) == []
+    assert any("0 images" in p for p in pages.notebook_problems(silent))
+    assert any("0 images" in p for p in pages.page_problems(
+        pages.render_node(silent, tmp_path / "silent.html", "s").read_text()))
+    wrong = absent("the sweep ran\n")  # a printed line that does not say the data is absent
+    assert any("0 images" in p for p in pages.notebook_problems(wrong))
+
+
 def test_a_notebook_with_its_figures_renders_to_a_clean_offline_page(tmp_path):
     good = _notebook({"image/png": _png_b64(), "text/plain": "<Figure size 100x100 with 1 Axes>"},
                      markdown="κ<sub>i</sub> = (1/M) Σ<sub>j</sub> [a<sub>ij</sub> = c<sub>j</sub>]")

@@ -210,8 +210,8 @@ def draw_comparison(df: pd.DataFrame, families, walls: pd.DataFrame | None = Non
     fams = list(families)
     pts, summ = sr.comparison(df, fams, walls)
     order = [m for m in dict.fromkeys(summ["method"]) if m != sr.REFERENCE]
-    fig = plt.figure(figsize=(13.0, 7.8))
-    outer = fig.add_gridspec(1, 2, width_ratios=[3.0, 2.1], wspace=0.42)
+    fig = plt.figure(figsize=(13.0, 8.2))
+    outer = fig.add_gridspec(1, 2, width_ratios=[3.0, 2.1], wspace=0.42, top=0.84)  # room for the rotated p
     left = outer[0].subgridspec(2, 1, height_ratios=[1.25, 1.0], hspace=0.75)
     right = outer[1].subgridspec(1, 3, wspace=0.12)
     a1, a2 = fig.add_subplot(left[0]), fig.add_subplot(left[1])
@@ -221,7 +221,7 @@ def draw_comparison(df: pd.DataFrame, families, walls: pd.DataFrame | None = Non
                             look={m: _look(m) for m in order})
     a1.set_xticks(a1.get_xticks(), [t.get_text().replace("\n", " ") for t in a1.get_xticklabels()], rotation=40,
                   ha="right", fontsize=6.5)
-    a1.set_title("(a) overall; " + a1.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+    a1.set_title("(a) overall; " + a1.get_title(loc="left"), fontsize=7, loc="left", pad=56)
     _around_zero(a1)
     _family_differences(a2, pts, summ, order, fams)
     _around_zero(a2)
@@ -245,7 +245,7 @@ def draw_comparison(df: pd.DataFrame, families, walls: pd.DataFrame | None = Non
         ax.set_title(what, fontsize=7, loc="left")
         ax.grid(axis="y", visible=False)
     fig.suptitle("The society against the field's merge methods: each minus full (population mean) on the "
-                 "same seed, last generation; cost: mean over seeds (—: a reference, not a method)", fontsize=8.5)
+                 "same seed, last generation; cost: mean over seeds (—: a reference, not a method)", fontsize=8.5, y=0.995)
     return fig
 
 

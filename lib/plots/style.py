@@ -38,6 +38,7 @@ TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow"
               "red": "#EE6677", "purple": "#AA3377", "grey": "#BBBBBB"}
 TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
              "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
+TOL_VIBRANT = {"orange": "#EE7733"}  # from Paul Tol's vibrant scheme: an eighth arm colour when the bright seven are taken
 REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
 
 # name -> (colour, marker). Within one experiment every pair differs in colour AND marker.
@@ -46,7 +47,7 @@ _LOOKS = {
     "full": (TOL_BRIGHT["blue"], "o"), "no_grounding": (TOL_BRIGHT["red"], "s"),
     "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
     "sex_linear": (TOL_BRIGHT["yellow"], "v"),
-    "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_BRIGHT["cyan"], "X"),
+    "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_VIBRANT["orange"], "X"),
     # the society's references and the field's methods on the same founders (muted: not evolving)
     "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
     "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
@@ -200,9 +201,11 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
         for i, lvl in enumerate(order):
             r = summary[summary[group] == lvl].iloc[0]
             dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), r["mean"], r["lo"], r["hi"])
-            if annotate:
-                ax.annotate(f"p={format_p(r['p'])}\nn={int(r['n'])}", (i, 1.0), xycoords=("data", "axes fraction"),
-                            ha="center", va="bottom", fontsize=6)
+            if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
+                crowded = len(order) > 8
+                ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
+                            (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                            fontsize=5.5 if crowded else 6, rotation=90 if crowded else 0)
         labels = [_tick(o, refs[o] if own else None) for o in order]
         two_line = any("\n" in lb for lb in labels)  # written flat: rotated, they would collide
         tilt = len(order) > (7 if two_line else 3)
@@ -223,7 +226,7 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
     what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
     ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
-                 pad=16 if (annotate and x is None) else 4)
+                 pad=(42 if len(order) > 8 else 16) if (annotate and x is None) else 4)
 
 
 def use_style() -> None:
