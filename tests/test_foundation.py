@@ -209,3 +209,9 @@ def test_runner_registry_names_importable_modules():
             assert callable(getattr(mod, fn, None)), f"runner {kind} lacks {fn}"
     with pytest.raises(C.ConfigError):
         runner("bogus")
+
+
+def test_paths_in_manifests_are_relative_to_the_repository_when_inside_it(tmp_path):
+    from lib.core.paths import REPO_ROOT, rel
+    assert rel(REPO_ROOT / "data" / "cpu") == "data/cpu" and rel("data/cpu") == "data/cpu"
+    assert rel(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")  # outside: nothing to be relative to

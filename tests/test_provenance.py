@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from lib import provenance
+from lib.core import paths
 from lib.plots import style as figures
 
 
@@ -24,7 +25,7 @@ def repo(tmp_path, monkeypatch):
     side = commit("side")
     git("checkout", "-q", "main")
     head = commit("two")
-    for mod in (provenance, figures):
+    for mod in (provenance, figures, paths):  # paths: rel() reads its REPO_ROOT
         monkeypatch.setattr(mod, "REPO_ROOT", tmp_path, raising=False)
     return {"root": tmp_path, "first": first, "side": side, "head": head}
 

@@ -60,3 +60,13 @@ def runs_dir(scale: str, experiment: str) -> Path:
 def config_path(experiment: str, scale: str) -> Path:
     """``configs/<experiment>/<scale>.yaml``."""
     return CONFIGS / experiment / f"{check_scale(scale)}.yaml"
+
+
+def rel(p) -> str:
+    """``p`` relative to the repository when it lies inside it, else as given (manifests and indexes
+    must not carry one machine's absolute paths)."""
+    p = Path(p)
+    try:
+        return str(p.resolve().relative_to(REPO_ROOT)) if p.is_absolute() else str(p)
+    except ValueError:
+        return str(p)

@@ -30,7 +30,7 @@ import seaborn as sns  # noqa: E402
 
 from ..analysis.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
 from ..core.jsonfile import read_json, write_json  # noqa: E402
-from ..core.paths import REPO_ROOT, figures_dir  # noqa: E402
+from ..core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 
 # Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
 # colour blindness; "bright" has 6 hues + grey, "muted" 9.
@@ -237,15 +237,6 @@ def use_style() -> None:
         "axes.spines.top": False, "axes.spines.right": False,
         "legend.frameon": False, "pdf.fonttype": 42,
     })
-
-
-def rel(p) -> str:
-    """``p`` relative to the repository when it lies inside it, else as given."""
-    p = Path(p)
-    try:
-        return str(p.resolve().relative_to(REPO_ROOT)) if p.is_absolute() else str(p)
-    except ValueError:
-        return str(p)
 
 
 def repo_path(p) -> str:
