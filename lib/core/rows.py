@@ -127,9 +127,9 @@ class Scan:
     problem: str | None
 
 
-def _name_keys(shard: Path) -> tuple[str | None, str | None]:
+def shard_keys(shard: str | Path) -> tuple[str | None, str | None]:
     """``(arm, seed)`` from ``<arm>_s<seed>.csv`` (``None`` where the name has another form)."""
-    arm, sep, seed = shard.stem.rpartition("_s")
+    arm, sep, seed = Path(shard).stem.rpartition("_s")
     return (arm, seed) if sep and seed.isdigit() else (None, None)
 
 
@@ -187,7 +187,7 @@ def scan_shard(shard: str | Path, done: int | None, expected_rows: int | None,
     if not header or (columns is not None and header != list(columns)) or (block_key and block_key not in header):
         want = list(columns) if columns is not None else f"a header with {block_key}"
         return Scan(header, end + 1, 0, f"line 1: header {header} where {want} is expected")
-    names = _name_keys(shard)
+    names = shard_keys(shard)
     pos, good, problem = end + 1, 0, None
     while pos < len(data) and (expected_rows is None or good < expected_rows):
         nl = data.find(b"\n", pos)

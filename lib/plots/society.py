@@ -11,7 +11,6 @@ society against the field's merge methods (Fig. 3f), skill retention, skill loss
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -26,7 +25,7 @@ from ..analysis.stats import SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_ta
 from ..core.errors import DataMismatchError
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
-from ..core.rows import progress_path, read_progress
+from ..core.rows import progress_path, read_progress, read_shard, shard_keys
 from . import society_diagnostics, society_results
 from .style import (Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path, save_panels,
                     use_style)
@@ -43,21 +42,18 @@ def _shards(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*_s*.csv"))
 
 
-_SHARD = re.compile(r"^(?P<arm>.+)_s(?P<seed>\d+)$")
-
-
 def shard_walls(files) -> pd.DataFrame:
     """Wall seconds of every generation of each shard in ``files`` (``<arm>_s<seed>.csv``), from its
     progress file: ``arm, seed, generation, wall_s`` and the recorded phases (a baseline: one entry,
     phase ``baseline``). A shard without a progress file contributes nothing."""
     out = []
     for f in files:
-        m = _SHARD.match(Path(f).stem)
-        info = read_progress(f) if m is not None else None
+        arm, seed = shard_keys(f)
+        info = read_progress(f) if arm is not None else None
         if info is None:
             continue
         phases = info.get("gen_phase_s", [])
-        out += [{"arm": m["arm"], "seed": int(m["seed"]), "generation": t, "wall_s": float(w),
+        out += [{"arm": arm, "seed": int(seed), "generation": t, "wall_s": float(w),
                  **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
     return pd.DataFrame(out, columns=None if out else ["arm", "seed", "generation", "wall_s"])
 
@@ -88,10 +84,10 @@ def load_data(scale: str) -> dict:
             raise DataMismatchError(f"{f} and {seen[Path(f).name]} hold the same shard: keep the one whose "
                                     f"folder's config lists its arm and move the other aside")
         seen[Path(f).name] = f
-    rows = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)  # checked, as in lib.core.rows
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
-    sweep = pd.concat([pd.read_csv(f) for f in sfiles], ignore_index=True) if sfiles else None
+    sweep = pd.concat([read_shard(f, "generation") for f in sfiles], ignore_index=True) if sfiles else None
     sweep_configs = [config_path(SWEEP, scale)]
     if sweep is not None:
         sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
