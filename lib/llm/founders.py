@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..core.config import config_hash
 from ..methods.operators import founder_family
-from .lora import check_adapter_dir, train_lora_on_tasks
+from .batched import Job, train_loras
+from .lora import check_adapter_dir
 from .pools import founder_seed, founder_tasks
 from .settings import Settings, adapters_root
 
@@ -52,13 +53,14 @@ def founders_dir(base, cfg: dict, seed: int) -> Path:
     return adapters_root(cfg) / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
 
 
-def ensure_founders(base, cfg: dict, seed: int, *, counter=None) -> list[Path]:
-    """The founders' adapter folders of ``seed``, trained unless already on disk (checked)."""
+def ensure_founders(base, cfg: dict, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
+    """The founders' adapter folders of ``seed``; those not yet on disk (checked) are trained, all
+    at once (``trainer``: :func:`lib.llm.batched.train_loras`)."""
     s = Settings.of(cfg)
     root = founders_dir(base, cfg, seed)
     root.mkdir(parents=True, exist_ok=True)
     (root / "settings.json").write_text(json.dumps(founder_settings(base, cfg, seed), indent=2) + "\n")
-    out = []
+    out, todo = [], []
     for i in range(s.agents):
         fam = founder_family(s.families, i)
         d = root / f"agent{i}_{fam}"
@@ -66,7 +68,7 @@ def ensure_founders(base, cfg: dict, seed: int, *, counter=None) -> list[Path]:
             check_adapter_dir(d)
         else:
             fs = founder_seed(seed, i)
-            train_lora_on_tasks(base, founder_tasks(s, fam, fs), d, epochs=s.spec_epochs, seed=fs,
-                                counter=counter, **s.lora_kw())
+            todo.append((Job(founder_tasks(s, fam, fs), fs, s.spec_epochs), d))
         out.append(d)
+    train_loras(base, [j for j, _ in todo], [d for _, d in todo], trainer=trainer, counter=counter, **s.lora_kw())
     return out

@@ -100,7 +100,8 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
 
     AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)``; only the
     adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
-    ``counter(train_steps=…, train_tokens=…)`` receives the work done (a :class:`PhaseTimer`'s count).
+    ``counter(train_steps=…, train_tokens=…, train_padded_tokens=…)`` receives the work done (a
+    :class:`PhaseTimer`'s count; padded: the batch's rows × its longest sequence).
     Whatever happens, the model is left as it was found: in eval mode, the adapter frozen, the idle
     adapter active.
     """
@@ -114,7 +115,7 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
         p.requires_grad_(True)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng(seed)
-    steps, tokens, last = 0, 0, []
+    steps, tokens, padded, last = 0, 0, 0, []
     try:
         base.model.train()
         for ep in range(epochs):
@@ -124,6 +125,7 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
                 ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
                 loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
                 tokens += int(att.sum())
+                padded += ids.numel()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -135,7 +137,7 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
             p.requires_grad_(False)
         base.model.set_adapter(IDLE)
     if counter is not None:
-        counter(train_steps=steps, train_tokens=tokens)
+        counter(train_steps=steps, train_tokens=tokens, train_padded_tokens=padded)
     return {"steps": steps, "loss": float(np.mean(last)) if last else float("nan")}
 
 
