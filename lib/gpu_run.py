@@ -60,11 +60,10 @@ def next_work(cfg: dict, folder: Path) -> tuple[str, int, int] | None:
     """``(arm, seed, generation)`` the loop would run next (seed-major, arm order), or None when done."""
     from .llm import society
     st = society.shard_status(cfg, folder)
-    for seed in society.seed_list(cfg):
-        for arm in cfg["arms"]:
-            d = st[f"{arm}_s{seed}"]
-            if d is None or d < cfg["generations"] - 1:
-                return arm, seed, (0 if d is None else d + 1)
+    for arm, seed in society.runs_of(cfg):
+        d = st[f"{arm}_s{seed}"]
+        if d is None or d < cfg["generations"] - 1:
+            return arm, seed, (0 if d is None else d + 1)
     return None
 
 

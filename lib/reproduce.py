@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import experiment, pages
+from . import experiment, pages, tables
 from .core.device import cuda_available
 from .core.errors import MissingDataError, cli_main
 from .core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
@@ -211,6 +211,8 @@ def _main(argv: list[str] | None = None) -> int:
         print("\n".join("      | " + ln for ln in proc.stderr.strip().splitlines()[-15:]), file=sys.stderr)
         break
     _reindex(scale)  # INDEX.md links the pages just rendered (notebook 05 wrote it before its own page)
+    for f in tables.update():  # the README's results tables, written from the data
+        print(f"  rewrote the results tables of {f}")
     figs = sorted(p.name for p in figures_dir(scale).glob("*.png"))
     print(f"\nsummary (scale {scale}):")
     for name, ok, dt in results:

@@ -58,7 +58,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -415,8 +415,10 @@ def _run_on_ray(todo: list[dict], opts: dict, bar: dict, progress: bool, *, info
 
 def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = None,
               cpus_per_run: float = 1, gpus_per_run: float = 0, serial: bool = False,
-              fault: str | tuple | None = None, max_retries: int = 2, progress: bool = True) -> SweepResult:
-    """Run every shard of ``cfg`` (validated) and merge them; see the module docstring.
+              fault: str | tuple | None = None, max_retries: int = 2, progress: bool = True,
+              arms: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> SweepResult:
+    """Run every shard of ``cfg`` (validated) and merge them; see the module docstring. ``arms`` /
+    ``seeds``: only the shards of these (a long study's primary comparisons first, the rest later).
 
     Uses an already initialised Ray when there is one (a notebook, the tests); otherwise starts a
     local one (``address=None``, on ``num_cpus`` cores) or joins ``address``, and shuts it down after.
@@ -429,6 +431,14 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
     folder = data_dir(cfg["scale"], cfg["experiment"])
     env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR", ALLOW_DIRTY_ENV) if os.environ.get(k)}
     parts = mod.shards(cfg)
+    if arms is not None or seeds is not None:
+        labels = [shard_label(p) for p in parts]
+        unknown = sorted(set(arms or ()) - {a for a, _ in labels})
+        if unknown:
+            raise ConfigError(f"--arms: {unknown} are not arms of {cfg['experiment']} ({sorted({a for a, _ in labels})})")
+        parts = [p for p, (a, sd) in zip(parts, labels) if (arms is None or a in arms) and (seeds is None or sd in seeds)]
+        if not parts:
+            raise ConfigError("--arms/--seeds select no shard of this config")
     _experiment.preflight(cfg, will_write=not all(shard_done(p) for p in parts))  # base, folder, clean tree
     runs: list[dict] = []
     todo = []
@@ -475,6 +485,19 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
 # ----------------------------------------------------------------------------- CLI
 
 
+def parse_seeds(spec: str | None) -> list[int] | None:
+    """``"0-15"`` → 0..15, ``"1,3"`` → [1, 3], None → None (every seed)."""
+    if spec is None:
+        return None
+    try:
+        if "-" in spec:
+            lo, hi = (int(x) for x in spec.split("-"))
+            return list(range(lo, hi + 1))
+        return [int(x) for x in spec.split(",")]
+    except ValueError:
+        raise ConfigError(f"--seeds {spec!r}: expected comma-separated integers or a range such as 0-15") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lib.sweep``: user errors -> one line on stderr and exit status 2."""
     return cli_main(_main, argv)
@@ -493,6 +516,8 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-retries", type=int, default=2, help="Ray retries of a run whose worker/node died")
     ap.add_argument("--serial", action="store_true", help="no Ray: run the shards one by one here")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--arms", default=None, help="only these arms, comma-separated (the others later)")
+    ap.add_argument("--seeds", default=None, help="only these seeds: comma-separated, or a range 0-15")
     ap.add_argument("--fault", default=None, help=argparse.SUPPRESS)
     _experiment.add_allow_dirty(ap)
     args = ap.parse_args(argv)
@@ -508,7 +533,8 @@ def _main(argv: list[str] | None = None) -> int:
         _import_ray()
     res = run_sweep(cfg, address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
                     gpus_per_run=args.gpus_per_run, serial=args.serial, fault=args.fault,
-                    max_retries=args.max_retries, progress=not args.quiet)
+                    max_retries=args.max_retries, progress=not args.quiet,
+                    arms=args.arms.split(",") if args.arms else None, seeds=parse_seeds(args.seeds))
     return res.exit_code
 
 

@@ -47,6 +47,20 @@ def t_ci(values, *, level: float = LEVEL) -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
+BOUNDED_T_CI = "95 % CI (t, within [0, 1])"
+
+
+def bounded_t_ci(values, *, lo: float = 0.0, hi: float = 1.0, level: float = LEVEL) -> tuple[float, float, float]:
+    """:func:`t_ci` intersected with ``[lo, hi]``, the values' possible range (an accuracy: [0, 1]).
+
+    The mean of values in ``[lo, hi]`` lies in ``[lo, hi]``, so cutting the t-interval there loses no
+    coverage, and an accuracy's interval never reaches below 0 or above 1 (:data:`BOUNDED_T_CI`)."""
+    m, a, b = t_ci(values, level=level)
+    if np.isnan(a):
+        return m, a, b
+    return m, max(a, lo), min(b, hi)
+
+
 def min_pairs_for_interval(level: float = LEVEL) -> int:
     """The fewest pairs whose sign-flip interval at ``level`` is bounded: the smallest n with
     2/2ⁿ ≤ 1 − level (6 at 95 %)."""

@@ -4,9 +4,11 @@ Each baseline takes the founders of a seed (the same LoRA specialists the societ
 returns one adapter; its hyperparameters are chosen on val, never on test:
 
 - ``baseline_soup`` — model soup: the exact uniform merge ``(1/N) Σ ΔWᵢ`` (no choice, 0 val evaluations);
-- ``baseline_task_arithmetic`` — ``λ Σ ΔWᵢ``, λ chosen on val from :data:`TA_LAMBDAS`;
+- ``baseline_task_arithmetic`` — ``λ Σ ΔWᵢ``, λ chosen on val from :data:`TA_LAMBDAS` (config
+  ``grids: wide``: :data:`WIDE_TA_LAMBDAS`);
 - ``baseline_ties`` — TIES-merging of the updates ``ΔWᵢ`` (trim to the top ``density`` magnitudes,
-  elect the sign, disjoint mean, times λ), density and λ chosen on val (:data:`TIES_GRID`);
+  elect the sign, disjoint mean, times λ), density and λ chosen on val (:data:`TIES_GRID`, or
+  :data:`WIDE_TIES_GRID`);
 - ``baseline_dare_ties`` — DARE (random drop with rescaling, seeded) then TIES, likewise;
 - ``baseline_lorahub`` — LoraHub: a gradient-free search (CMA-ES, the ``cma`` package, seeded) over
   the founders' combination weights ``w`` of ``Σ wᵢ ΔWᵢ``, minimising ``(1 − val accuracy) +
@@ -37,8 +39,22 @@ from .settings import BASELINES, Settings
 
 TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
+# ``grids: wide`` (the society study): the grids above ended where the committed 16-seed run chose
+# (task arithmetic λ = 0.1, its smallest, in 16 of 16 seeds; TIES density 0.8, its largest, in 15 of 16
+# and λ 0.5, its smallest, in 12; DARE-TIES λ 0.5 in 15), so they extend to the natural bounds:
+# density 1 (nothing trimmed) and λ towards 0 (λ = 0 is the bare base, reported already).
+WIDE_TA_LAMBDAS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+WIDE_TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8, 1.0) for lam in (0.1, 0.25, 0.5, 1.0, 1.5))
+GRIDS = {"seed": (TA_LAMBDAS, TIES_GRID), "wide": (WIDE_TA_LAMBDAS, WIDE_TIES_GRID)}
 LORAHUB_L1 = 0.05
 LORAHUB_BOUND = 1.5  # weights searched in [-1.5, 1.5], as LoraHub
+
+
+def grid_of(grids: str) -> dict:
+    """``{baseline: {key: grid values}}`` of the hyperparameters chosen on val (``grids``: a config's)."""
+    ta, ties = GRIDS[grids]
+    both = {"density": sorted({d for d, _ in ties}), "lambda": sorted({lam for _, lam in ties})}
+    return {"baseline_task_arithmetic": {"lambda": list(ta)}, "baseline_ties": both, "baseline_dare_ties": both}
 
 
 def is_baseline(arm: str) -> bool:
@@ -109,14 +125,15 @@ def run_baseline(method: str, base, founders: Sequence[str], s: Settings, *, val
 
     if method == "baseline_soup":
         return Result(merge_adapters(base, founders, [1.0 / n] * n, "soup"), 0, 0, {})
+    ta_lambdas, ties_grid = GRIDS[s.grids]
     if method == "baseline_task_arithmetic":
-        grid = [{"lambda": lam} for lam in TA_LAMBDAS]
+        grid = [{"lambda": lam} for lam in ta_lambdas]
         c, name, k = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, "ta"), val_acc)
         return Result(name, k, 0, c)
     if method in ("baseline_ties", "baseline_dare_ties"):
         how = method.removeprefix("baseline_")
         rank = full_rank(base, founders)
-        grid = [{"density": d, "lambda": lam} for d, lam in TIES_GRID]
+        grid = [{"density": d, "lambda": lam} for d, lam in ties_grid]
         c, name, k = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, how, how,
                                                                   density=c["density"], svd_rank=rank, seed=seed),
                                    val_acc)
@@ -134,10 +151,14 @@ def run_baseline(method: str, base, founders: Sequence[str], s: Settings, *, val
 
 
 def baseline_metrics(result: Result, base_answer: Callable[[str, Sequence[str]], list[str]], *, test: Sequence[Task],
-                     val: Sequence[Task], s: Settings, verifier) -> dict:
-    """The baseline's test metrics (as the society's agents'), val accuracy, choice and cost."""
+                     val: Sequence[Task], s: Settings, verifier, selection: Sequence[Task] = ()) -> dict:
+    """The baseline's test metrics (as the society's agents'), val accuracy, choice and cost, and its
+    accuracy on the ``selection`` pool where there is one (``select_overall``)."""
     out = {f"test_{k}": v for k, v in test_accuracy(base_answer(result.name, prompts(test)), test,
                                                      families=s.families, verifier=verifier).items()}
     out["val_overall"] = fitness_of(base_answer(result.name, prompts(val)), val, s.families, verifier)["overall"]
+    if selection:
+        out["select_overall"] = fitness_of(base_answer(result.name, prompts(selection)), selection, s.families,
+                                           verifier)["overall"]
     out.update({f"baseline_{k}": v for k, v in result.chosen.items()})
     return out

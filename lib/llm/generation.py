@@ -12,8 +12,11 @@
    screening part of val by the verifier (``g > 0``) or by agreement with the consensus (``g = 0``) —
    and the winner answers the inheritance pool. Without sex: copies of the selected parents answer it.
 4. **Reproduce** (:func:`reproduce`). Each child is a fresh LoRA distilled from its source's own
-   parsed answers on the inheritance pool (ungrounded in every arm); fewer than
-   :data:`MIN_INHERIT` usable answers → the child is a copy of its source (terminal degeneration).
+   parsed answers on the inheritance pool (ungrounded, as the seed, except in the ``verified`` arms,
+   which keep only the answers the verifier accepts); fewer than :data:`MIN_INHERIT` usable answers →
+   the child is a copy of its source (terminal degeneration). In the ``inherit_merge`` arms nothing is
+   distilled: the child is its source, the screened merge, truncated to rank r by SVD and mutated
+   (:func:`lib.llm.merge.inherit_merge`, in the driver).
 
 Models enter only through an :class:`Agents` object (answer prompts; merge two agents), so every
 step runs with fake agents whose answers are fixed lists (``tests/test_society_steps.py``). The
@@ -29,7 +32,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..methods.operators import (agreement, behavioural_distance, complementary_pairs, conformity_scores,
-                                 consensus_answers, elite_indices, fitness_of, region_accuracy,
+                                 consensus_answers, elite_indices, fitness_of, niche_parents, region_accuracy,
                                  sample_merge_weights, select_parents)
 from ..methods.tasks import Task, answer_of
 from .pools import GenerationPools
@@ -104,6 +107,7 @@ class Evaluation:
     conformity: np.ndarray      # (N,) κ_i, agreement with the consensus
     distance: np.ndarray        # (N, N) behavioural distance on the conformity pool
     consensus_acc: float        # verifier accuracy of the consensus answers
+    val_family: np.ndarray | None = None  # (N, F) val accuracy per family (niche selection)
 
     @property
     def diversity(self) -> float:
@@ -125,9 +129,11 @@ def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, ve
 
     val_tasks = pools.val
     consensus = consensus_answers(ans["conformity"])
+    val_acc = [acc(o, val_tasks) for o in ans["val"]]
     return Evaluation(
         test=[test_acc(o) for o in ans["test"]],
-        val=np.array([acc(o, val_tasks)["overall"] for o in ans["val"]]),
+        val=np.array([v["overall"] for v in val_acc]),
+        val_family=np.array([[v[f] for f in families] for v in val_acc]),
         screen=np.array([acc([o[k] for k in pools.screen_in_val], pools.screen)["overall"] for o in ans["val"]]),
         val_halves=[(acc(o[0::2], val_tasks[0::2])["overall"], acc(o[1::2], val_tasks[1::2])["overall"])
                     for o in ans["val"]],
@@ -162,9 +168,13 @@ class Selection:
 
 
 def select(ev: Evaluation, arm: Arm, *, n_parents: int, lam: float) -> Selection:
-    """Step 2: grounded score, then quality-diversity (or top-P) parents and the elites."""
+    """Step 2: grounded score, then quality-diversity (or top-P) parents — with ``niche`` selection
+    each family's best agent on that family's val first — and the elites."""
     scores = ev.conformity.copy() if arm.g == 0 else arm.g * ev.val + (1.0 - arm.g) * ev.conformity
-    parents = select_parents(scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
+    if arm.selection == "niche":
+        parents = niche_parents(ev.val_family, scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
+    else:
+        parents = select_parents(scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
     return Selection(scores=scores, parents=parents, elites=elite_indices(scores, arm.elitism))
 
 
@@ -247,7 +257,7 @@ def inherit(agents: Agents, ev: Evaluation, arm: Arm, pools: GenerationPools, pa
     """The winners answer the inheritance pool, and the test pool (and, where screening did not use
     it, the screening pool) for the diagnostics only."""
     winners = [s.names[s.winner] for s in scored]
-    asked = {"inheritance": pools.inheritance, "test": pools.test}
+    asked = {"inheritance": pools.inheritance if arm.distills else [], "test": pools.test}
     if not arm.grounded:
         asked["screen"] = pools.screen
     ans = answer_pools(agents, winners, asked)
@@ -293,11 +303,13 @@ class Child:
 
 
 def reproduce(sources: Sequence[Source], elites: Sequence[int], inheritance: Sequence[Task], *,
-              child_seed: Callable[[int], int]) -> list[Child]:
+              child_seed: Callable[[int], int], verifier: Verifier | None = None) -> list[Child]:
     """Step 4: the next generation — the elites first, then one child per source, trained on the
-    source's answers that parse (``answer_of`` non-empty), labelled with what the source said."""
+    source's answers that parse (``answer_of`` non-empty), labelled with what the source said; with a
+    ``verifier`` (the ``verified`` arms) only on those it accepts."""
     children = [Child(index=j, parents=(e, e), elite=True, data=[], seed=0) for j, e in enumerate(elites)]
     for c, src in enumerate(sources, start=len(elites)):
-        data = [Task(x.family, x.prompt, answer_of(a)) for x, a in zip(inheritance, src.answers) if answer_of(a)]
+        data = [Task(x.family, x.prompt, answer_of(a)) for x, a in zip(inheritance, src.answers)
+                if answer_of(a) and (verifier is None or verifier(a, x))]
         children.append(Child(index=c, parents=src.parents, elite=False, data=data, seed=child_seed(c), source=src))
     return children

@@ -71,3 +71,49 @@ def delta_weights(base, name: str) -> dict:
             B = mod.lora_B[name].weight.detach()
             out[mname] = mod.scaling[name] * (B @ A)
     return out
+
+
+# ----------------------------------------------------------------------------- parameter inheritance
+
+MUTATION_SCALE = 0.05  # η: GENOME's Gaussian σ (0.05), here acting on log singular values (CycleQD-style)
+
+
+def inherit_merge(src, dst, *, rank: int, seed: int, eta: float = MUTATION_SCALE) -> float:
+    """A child that *is* its source merge (no distillation), brought back to rank ``rank`` and mutated.
+
+    Per adapted module, ``ΔW = s · B A`` of the adapter folder ``src`` (an exact merge of two parents
+    has rank ``2r``) is truncated to its top ``rank`` singular triplets, ``ΔW_r = U_r Σ_r V_rᵀ`` (the
+    best rank-``rank`` approximation, Eckart–Young), and each kept singular value is mutated
+    multiplicatively, ``σ_i ← σ_i · exp(η ξ_i)``, ``ξ_i ~ N(0, 1)`` from ``default_rng(seed)``: the
+    update moves along the parents' own singular directions (CycleQD's SVD-based mutation) by a
+    relative amount ``η`` (GENOME's σ = 0.05, :data:`MUTATION_SCALE`), fixed before any run. Writes
+    ``dst`` (``A = V_rᵀ``, ``B = U_r Σ_r``, ``alpha = rank``: scaling 1) and returns the energy kept by
+    the truncation, ``Σ_kept σ² / Σ_all σ²`` summed over modules (before the mutation).
+    """
+    import json
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+    from safetensors import safe_open
+
+    from .lora import FILES, check_adapter_dir, publish_factors
+    src = check_adapter_dir(src)
+    cfg = json.loads((Path(src) / FILES[0]).read_text())
+    s = cfg["lora_alpha"] / cfg["r"]
+    ab: dict[str, dict] = {}
+    with safe_open(str(Path(src) / FILES[1]), framework="pt") as fh:
+        for k in fh.keys():
+            mod, _, which = k.removeprefix("base_model.model.").rpartition(".lora_")
+            ab.setdefault(mod, {})[which.split(".")[0]] = fh.get_tensor(k).double()
+    rng = np.random.default_rng(seed)
+    kept = total = 0.0
+    out = {}
+    for m in sorted(ab):
+        u, sv, vh = torch.linalg.svd(s * ab[m]["B"] @ ab[m]["A"], full_matrices=False)
+        kept += float((sv[:rank] ** 2).sum())
+        total += float((sv ** 2).sum())
+        sig = sv[:rank] * torch.from_numpy(np.exp(eta * rng.standard_normal(rank)))
+        out[m] = (vh[:rank].float(), (u[:, :rank] * sig).float())
+    publish_factors(out, dst, r=rank, alpha=rank)
+    return kept / total if total > 0 else 1.0

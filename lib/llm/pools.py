@@ -9,7 +9,8 @@ part           share   pools
 ``pretrain``   50 %    the tiny base's pre-training (its familiar region only, :func:`lib.methods.tasks.region`)
 ``founders``   20 %    each founder specialist's training tasks (``spec_train``), the multitask baseline's
 ``children``   15 %    each generation's conformity pool and inheritance pool (disjoint within a generation)
-``val``        7.5 %   val (the grounded selection signal); screening = its first ``n_screen`` per family
+``val``        7.5 %   val (the grounded selection signal); screening = its first ``n_screen`` per family;
+                       the selection pool (choosing the best arm and the best one-shot merge), disjoint from val
 ``test``       7.5 %   test (reporting only)
 =============  ======  ===========================================================================
 
@@ -21,6 +22,9 @@ So no evaluation item was ever trained on — by the base, a founder or a child 
 - **test** (``n_test`` per family): reporting only; never seen by the loop.
 - **val** (``n_val`` per family): the grounded selection signal; the first ``n_screen`` of each
   family's val tasks (**screen**) also screen the candidate merges.
+- **selection** (``n_select`` per family, none when 0): from the val part, no prompt of val;
+  nothing is tuned on it: the last generation's agents and each baseline are scored on it once, and
+  the pre-registered comparison chooses the best society arm and the best one-shot merge by it.
 - **conformity** (``n_conf`` per generation, split over families): consensus, conformity and
   behavioural distance are measured on it.
 - **inheritance** (``n_inherit`` per generation): the prompts whose answers a child is distilled
@@ -32,7 +36,7 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -46,7 +50,7 @@ PARTS = {"pretrain": (0.0, 0.50), "founders": (0.50, 0.70), "children": (0.70, 0
          "val": (0.85, 0.925), "test": (0.925, 1.0)}
 FOUNDER_SEED = 50_000  # founders' training draws: make_tasks(family, ·, 50_000 + founder seed)
 PRETRAIN_SEED = 10_000_000
-TAGS = {"conformity": 1, "inheritance": 2, "val": 3, "test": 4}
+TAGS = {"conformity": 1, "inheritance": 2, "val": 3, "test": 4, "selection": 5}
 
 
 @lru_cache(maxsize=1 << 20)
@@ -139,6 +143,14 @@ def evaluation_pool(s: Settings, seed: int, which: str) -> list[Task]:
                 for i, f in enumerate(s.families)), [])
 
 
+def selection_pool(s: Settings, seed: int, val: list[Task]) -> list[Task]:
+    """The selection pool of ``seed``: ``n_select`` distinct tasks per family from the val part, none
+    of whose prompts is in ``val`` (a stream of its own, so adding it changes no other pool)."""
+    taken = frozenset(x.prompt for x in val)
+    return sum((draw(f, "val", s.n_select, _pool_seed(seed, 0, i, TAGS["selection"]), hard=s.hard, distinct=True,
+                     exclude=taken) for i, f in enumerate(s.families)), [])
+
+
 @dataclass(frozen=True)
 class GenerationPools:
     """The pools generation ``t`` of one seed uses, by name."""
@@ -163,6 +175,7 @@ class Pools:
     test: list[Task]
     val: list[Task]
     screen_in_val: list[int]
+    selection: list[Task]
 
     @property
     def screen(self) -> list[Task]:
@@ -178,7 +191,8 @@ def pools_for(s: Settings, seed: int) -> Pools:
     """The fixed pools of ``seed``: test, val and the screening part of val."""
     val = evaluation_pool(s, seed, "val")
     return Pools(settings=s, seed=seed, test=evaluation_pool(s, seed, "test"), val=val,
-                 screen_in_val=[k for k in range(len(val)) if k % s.n_val < s.n_screen])
+                 screen_in_val=[k for k in range(len(val)) if k % s.n_val < s.n_screen],
+                 selection=selection_pool(s, seed, val) if s.n_select else [])
 
 
 # ----------------------------------------------------------------------------- audit
@@ -203,10 +217,24 @@ def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[s
         out[f"conformity_t{t}"] = [x.prompt for x in g.conformity]
         if t < s.generations - 1:
             out[f"inheritance_t{t}"] = [x.prompt for x in g.inheritance]
+    for n in sorted(inheritance_sizes(cfg) - {s.n_inherit}):  # the arms whose children learn from more answers
+        q = pools_for(replace(s, n_inherit=n), seed)
+        for t in range(s.generations - 1):
+            out[f"inheritance{n}_t{t}"] = [x.prompt for x in q.at(t).inheritance]
     out["val"] = [x.prompt for x in p.val]
     out["screening"] = [x.prompt for x in p.screen]
+    if p.selection:
+        out["selection"] = [x.prompt for x in p.selection]
     out["test"] = [x.prompt for x in p.test]
     return out
+
+
+def inheritance_sizes(cfg: dict) -> set[int]:
+    """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it)."""
+    from .baselines import is_baseline
+    from .settings import resolve_arm
+    cfg = validate_config(cfg)
+    return {cfg["n_inherit"]} | {resolve_arm(cfg, a).n_inherit for a in cfg["arms"] if not is_baseline(a)}
 
 
 def pool_part(name: str) -> str:
@@ -217,7 +245,7 @@ def pool_part(name: str) -> str:
         return "founders"
     if name.startswith(("conformity", "inheritance")):
         return "children"
-    return "val" if name in ("val", "screening") else "test"
+    return "val" if name in ("val", "screening", "selection") else "test"
 
 
 def _main(argv=None) -> int:

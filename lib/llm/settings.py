@@ -13,12 +13,27 @@ from pathlib import Path
 from ..core.config import Field, validate
 from ..core.errors import DataMismatchError, DeviceError
 from ..core.paths import DATA, REPO_ROOT, runs_dir
-from ..methods.operators import ADDED_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
+from ..methods.operators import ADDED_ARMS, STUDY_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
 from ..methods.tasks import FAMILIES
 
 from .lora import ALL_LINEAR, TARGETS
 
-KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS}
+KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS + STUDY_ARMS}
+
+# The society study's designs (this project's additions; every other arm: selection by its diversity
+# switch, distillation at the config's budget). selection: "qd" quality-diversity, "top" top-P,
+# "niche" each family's best on its val first (lib.methods.operators.niche_parents); inherit:
+# "distill" (the seed: the child learns its source's parsed answers), "verified" (only the answers the
+# verifier accepts: the inheritance channel is grounded too), "merge" (no distillation: the child is the
+# screened merge itself, truncated to rank r by SVD and mutated, lib.llm.merge.inherit_merge);
+# budget "matched": the child trains as long as a founder (n_inherit = spec_train, epochs = spec_epochs).
+DESIGNS = {
+    "verified": {"inherit": "verified", "budget": "matched"},
+    "niche": {"selection": "niche"},
+    "inherit_merge": {"inherit": "merge"},
+    "niche_inherit_merge": {"selection": "niche", "inherit": "merge"},
+    "niche_verified": {"selection": "niche", "inherit": "verified", "budget": "matched"},
+}
 # the field's one-shot merges and multitask training on the same founders (lib.llm.baselines)
 BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
              "baseline_lorahub", "baseline_multitask")
@@ -48,15 +63,25 @@ SCHEMA = {
     "keep_all_adapters": Field(bool, False, doc="keep every generation's adapters (else only the latest)"),
     "seed": Field(int, 0, doc="seed (when seeds is empty)"),
     "seeds": Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)"),
+    "arm_seeds": Field(dict, {}, doc="seeds of particular arms instead of seeds ({arm: [seeds]}), e.g. 32 seeds "
+                                     "of the arms a comparison needs more of"),
+    "n_select": Field(int, 0, min=0, doc="selection-pool tasks per family (from the val part, disjoint from val "
+                                         "and test): the best society arm and the best one-shot merge are chosen "
+                                         "on it; 0 = none"),
     "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"),
     "lr": Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"),
     "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
     "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
     "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
                    doc="base dtype (auto: bf16 on CUDA, else fp32; auto keeps the tiny base in fp32)"),
+    "grids": Field(str, "seed", choices=("seed", "wide"), doc="the baselines' hyperparameter grids on val "
+                                                                 "(lib.llm.baselines.GRIDS); wide: to the natural bounds"),
     "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
 }
-SHARD_KEYS = ("arms", "seeds", "seed")  # which shards to run; not part of what the data means
+SHARD_KEYS = ("arms", "seeds", "seed", "arm_seeds")  # which shards to run; not part of what the data means
+# keys added after data was committed: left out of the folder's identity at their default, so
+# folders written before them keep their config hash
+LATER_KEYS = {"n_select": 0, "grids": "seed"}
 
 
 # ----------------------------------------------------------------------------- arms
@@ -71,7 +96,8 @@ class Arm:
     its loop); ``merge`` its recombination (None: children are copies; ``"exact"``: Σ wᵢ BᵢAᵢ;
     ``"linear"``: peft's linear merge of the factors; ``"sum"``, ``"ties"``: the additions that do not
     dilute, :data:`lib.llm.generation.MERGES`); ``diversity`` quality-diversity selection
-    (else top-P); ``elitism`` the top scorers copied unchanged.
+    (else top-P); ``elitism`` the top scorers copied unchanged; ``selection``, ``inherit`` and the
+    children's budget (``n_inherit`` answers × ``epochs``) as :func:`arm_design` resolves them.
     """
 
     label: str
@@ -80,32 +106,56 @@ class Arm:
     merge: str | None
     diversity: bool
     elitism: int
+    selection: str = "qd"      # "qd" | "top" | "niche" (:func:`arm_design`)
+    inherit: str = "distill"   # "distill" | "verified" | "merge"
+    n_inherit: int = 240       # the inheritance pool a child learns from (per generation) ...
+    epochs: int = 1            # ... and its epochs over it
 
     @property
     def grounded(self) -> bool:
         return self.g > 0
 
+    @property
+    def distills(self) -> bool:
+        """Children are fresh LoRAs trained on their source's answers (else: the merge itself)."""
+        return self.inherit != "merge"
+
 
 def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
-    """An arm name with optional modifiers: ``<arm>[@g<value>][@e<count>]``.
+    """An arm name with optional modifiers: ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs>]``.
 
-    ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism}``; ``"full@g0.25"`` runs the arm at
-    its own grounding knob (the grounding-knob sweep, configs/society_g_sweep/); ``"full@e1"`` with
-    its own number of elites (the elitism comparison). Raises ``ValueError`` on a malformed name.
+    ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism, "budget": None}``; ``"full@g0.25"``
+    runs the arm at its own grounding knob (the grounding-knob sweep); ``"full@e1"`` with its own
+    number of elites (the elitism comparison); ``"full@matched"`` trains each child as long as a
+    founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget). Raises
+    ``ValueError`` on a malformed name.
     """
     name, *mods = arm.split("@")
-    out = {"name": name, "g": float(g), "elitism": int(elitism)}
+    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None}
+    seen = set()
     for m in mods:
+        kind = "budget" if m == "matched" or m.startswith("inherit") else m[:1]
         try:
-            if m[:1] == "g":
+            if kind in seen:
+                raise ValueError
+            seen.add(kind)
+            if kind == "g":
                 out["g"] = float(m[1:])
-            elif m[:1] == "e":
+            elif kind == "e":
                 out["elitism"] = int(m[1:])
+            elif m == "matched":
+                out["budget"] = "matched"
+            elif kind == "budget":
+                n, x, e = m.removeprefix("inherit").partition("x")
+                if not x or int(n) < 1 or int(e) < 1:
+                    raise ValueError
+                out["budget"] = (int(n), int(e))
             else:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>], e.g. full@g0.25 "
-                             f"or full@e1") from None
+            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs>] "
+                             f"with each modifier once, e.g. full@g0.25, full@e1, full@matched or full@inherit1000x1"
+                             ) from None
     return out
 
 
@@ -115,12 +165,33 @@ def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
     return {**seed_arm_settings(p["name"], p["g"]), "elitism": p["elitism"]}
 
 
+def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
+    """How ``arm`` selects, inherits and how long its children train: ``{"selection", "inherit",
+    "budget"}`` (:data:`DESIGNS`; a budget modifier overrides the arm's). Raises ``ValueError`` for a
+    contradictory combination: a budget for an arm that trains no child."""
+    p = parse_arm(arm, g, elitism)
+    st = seed_arm_settings(p["name"], p["g"])
+    d = {"selection": "qd" if st["diversity"] else "top", "inherit": "distill", "budget": None,
+         **DESIGNS.get(p["name"], {})}
+    if p["budget"] is not None:
+        if d["inherit"] == "merge":
+            raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
+                             f"so a budget modifier (@matched, @inherit<n>x<e>) contradicts it")
+        d["budget"] = p["budget"]
+    return d
+
+
 def resolve_arm(cfg: dict, label: str) -> Arm:
     """The :class:`Arm` of ``label`` under config ``cfg`` (v1 merges every sexual arm linearly, as the seed)."""
     s = arm_settings(label, cfg["g"], cfg["elitism"])
+    d = arm_design(label, cfg["g"], cfg["elitism"])
     merge = None if s["sex"] is None else ("linear" if cfg["kind"] == "llm_society" else s["sex"])
+    budget = d["budget"]
+    n_inherit, epochs = ((cfg["n_inherit"], cfg["epochs"]) if budget is None else
+                         (cfg["spec_train"], cfg["spec_epochs"]) if budget == "matched" else budget)
     return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
-               diversity=s["diversity"], elitism=s["elitism"])
+               diversity=s["diversity"], elitism=s["elitism"], selection=d["selection"], inherit=d["inherit"],
+               n_inherit=n_inherit, epochs=epochs)
 
 
 def merge_method(cfg: dict, arm: str) -> str | None:
@@ -164,6 +235,8 @@ class Settings:
     batch_size: int
     gen_batch: int
     keep_all_adapters: bool
+    n_select: int = 0
+    grids: str = "seed"
 
     @classmethod
     def of(cfg: type, c: dict) -> "Settings":
@@ -176,7 +249,8 @@ class Settings:
                    epochs=c["epochs"], elitism=c["elitism"], n_parents=n_parents(c), spec_train=c["spec_train"],
                    spec_epochs=c["spec_epochs"], hard=c["hard"], lora_r=lo.get("r", 16),
                    lora_alpha=lo.get("alpha", 32), lora_targets=tuple(lo.get("targets", TARGETS)), lr=c["lr"],
-                   batch_size=c["batch_size"], gen_batch=c["gen_batch"], keep_all_adapters=c["keep_all_adapters"])
+                   batch_size=c["batch_size"], gen_batch=c["gen_batch"], keep_all_adapters=c["keep_all_adapters"],
+                   n_select=c.get("n_select", 0), grids=c.get("grids", "seed"))
 
     def lora_kw(self) -> dict:
         """Keyword arguments of every LoRA the run trains (founders and children)."""
@@ -198,9 +272,27 @@ def seed_list(cfg: dict) -> list[int]:
     return list(cfg["seeds"]) if cfg["seeds"] else [int(cfg["seed"])]
 
 
+def arm_seeds(cfg: dict, arm: str) -> list[int]:
+    """The seeds ``arm`` runs on: its own list in ``arm_seeds``, else the config's."""
+    return list(cfg.get("arm_seeds", {}).get(arm) or seed_list(cfg))
+
+
+def arm_runs(cfg: dict) -> list[tuple[str, int]]:
+    """Every ``(arm, seed)`` run of ``cfg``, arm by arm (the order of shards and rows)."""
+    return [(a, s) for a in cfg["arms"] for s in arm_seeds(cfg, a)]
+
+
+def runs_of(cfg: dict) -> list[tuple[str, int]]:
+    """Every ``(arm, seed)`` run of ``cfg``, seed by seed (so the first seeds of every arm finish first)."""
+    seeds = sorted({s for a in cfg["arms"] for s in arm_seeds(cfg, a)})
+    return [(a, s) for s in seeds for a in cfg["arms"] if s in arm_seeds(cfg, a)]
+
+
 def core_config(cfg: dict) -> dict:
-    """What the data means: the config without which arms/seeds run (the folder's identity)."""
-    return {k: v for k, v in cfg.items() if k not in SHARD_KEYS}
+    """What the data means: the config without which arms/seeds run (the folder's identity); keys
+    added later (:data:`LATER_KEYS`) only where they differ from their default."""
+    return {k: v for k, v in cfg.items()
+            if k not in SHARD_KEYS and not (k in LATER_KEYS and v == LATER_KEYS[k])}
 
 
 def adapters_root(cfg: dict) -> Path:
@@ -284,11 +376,34 @@ def _checks(cfg: dict) -> list[str]:
             p = parse_arm(a, cfg["g"], cfg["elitism"])
         except ValueError:
             return False
-        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0
-    bad = [a for a in cfg["arms"] if not ok(a)]
+        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0 and (
+            not isinstance(p["budget"], tuple) or p["budget"][0] >= len(cfg["families"]))
+    bad = []
+    for a in cfg["arms"]:
+        if a in BASELINES:
+            continue
+        try:
+            parse_arm(a, cfg["g"], cfg["elitism"])
+        except ValueError as e:  # a malformed name: say what the form is
+            errs.append(f"arms: {e}")
+            continue
+        if not ok(a):
+            bad.append(a)
+            continue
+        try:
+            arm_design(a, cfg["g"], cfg["elitism"])
+        except ValueError as e:
+            errs.append(f"arms: {e}")
+    stray = sorted(set(cfg["arm_seeds"]) - set(cfg["arms"]))
+    if stray:
+        errs.append(f"arm_seeds: {stray} are not in arms {cfg['arms']}")
+    for a, ss in cfg["arm_seeds"].items():
+        if not isinstance(ss, list) or not ss or not all(isinstance(x, int) for x in ss) or len(set(ss)) != len(ss):
+            errs.append(f"arm_seeds.{a}: need a non-empty list of distinct integer seeds, got {ss!r}")
     if bad or not cfg["arms"]:
         errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
-                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>) or the baselines {list(BASELINES)}")
+                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>, <arm>@matched, <arm>@inherit<n >= families>x<epochs>) "
+                    f"or the baselines {list(BASELINES)}")
     if len(set(cfg["arms"])) != len(cfg["arms"]):
         errs.append(f"arms: duplicates in {cfg['arms']}")
     if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
@@ -296,7 +411,7 @@ def _checks(cfg: dict) -> list[str]:
     N, P = cfg["agents"], n_parents(cfg)
     if P > N:
         errs.append(f"n_parents ({P}) > agents ({N})")
-    evolving = [a for a in cfg["arms"] if ok(a) and a not in BASELINES]
+    evolving = [a for a in cfg["arms"] if a not in BASELINES and ok(a)]
     if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in evolving):
         errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
     for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import shutil
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +36,7 @@ from ..core.paths import data_dir
 from ..core.locks import shard_locks
 from ..core.rows import (append_rows, last_done, mark_done, progress_path, read_progress, read_shard,  # noqa: F401
                         resume_shard, shard_path)
-from ..methods.operators import founder_family
+from ..methods.operators import fitness_of, founder_family
 from ..methods.tasks import verify
 from . import generation as step
 from .agents import make_agents
@@ -44,11 +44,12 @@ from .founders import ensure_founders
 from .generation import Child, Evaluation, Selection, Verifier
 from .baselines import baseline_metrics, is_baseline, run_baseline
 from .generate import generate
-from .lora import (copy_adapter, load_adapter, new_adapter, remove_all, train_adapter,
-                   train_lora_on_tasks)
+from .batched import Job, check_trainer, train_loras
+from .lora import copy_adapter, load_adapter, remove_all
+from .merge import inherit_merge
 from .pools import founder_seed, founder_tasks, pools_for
 from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device, check_dtype,  # noqa: F401
-                       core_config, loaded_dtype, merge_method, parse_arm, resolve_arm, seed_list,
+                       arm_runs, core_config, loaded_dtype, merge_method, parse_arm, resolve_arm, runs_of, seed_list,
                        validate_config)
 from .timing import PhaseClock, PhaseTimer
 
@@ -72,6 +73,10 @@ DIAGNOSTICS = {
     "source_test_<key>": "the child's source at t on the test pool, per family, overall and region",
     "cost_train_steps": "LoRA optimizer steps of the run so far: founders + trained children (last generation)",
     "cost_val_evals": "model evaluations on val (selection) or its screening part (screening), last generation",
+    "select_overall": "accuracy on the selection pool (n_select > 0; last generation, and each baseline): the "
+                      "best society arm and the best one-shot merge are chosen on it",
+    "inherit_energy": "inherit_merge arms: share of the merge's update energy (sum of squared singular values) "
+                      "kept by its truncation to rank r",
 }
 
 
@@ -137,9 +142,11 @@ class RowWriter:
             out += [self.row(t, -1, f"base_test_{k}", v) for k, v in base_test.items()]
         return out
 
-    def births(self, t: int, children: list[Child]) -> list[dict]:
-        """How each agent of generation ``t`` was born (written with generation ``t``)."""
+    def births(self, t: int, children: list[Child], energy: dict | None = None) -> list[dict]:
+        """How each agent of generation ``t`` was born (written with generation ``t``); ``energy``:
+        per child of an ``inherit_merge`` arm, the update energy its truncation kept."""
         out = []
+        energy = energy or {}
         for ch in children:
             pa, pb = ch.parents
             out.append(self.row(t, ch.index, "parents", pa * 100 + pb))
@@ -147,7 +154,10 @@ class RowWriter:
                 out.append(self.row(t, ch.index, "elite", 1.0))
                 continue
             src = ch.source
-            out.append(self.row(t, ch.index, "inherit_n", len(ch.data)))
+            if ch.index in energy:  # inherit_merge: nothing distilled, the merge truncated
+                out.append(self.row(t, ch.index, "inherit_energy", energy[ch.index]))
+            else:
+                out.append(self.row(t, ch.index, "inherit_n", len(ch.data)))
             out += [self.row(t, ch.index, f"source_test_{k}", v) for k, v in src.test.items()]
             out.append(self.row(t, ch.index, "source_val_overall", src.screen))
             if src.merge_winner is not None:
@@ -178,22 +188,44 @@ def save_merged_sources(agents, children: list[Child], out: Path) -> None:
             agents.save(ch.source.agent, out / f"agent{ch.index}")
 
 
-def train_children(base, children: list[Child], parents: list[Path], out: Path, s: Settings, counter=None) -> list[Path]:
+def save_inherited_merges(agents, children: list[Child], out: Path, *, rank: int) -> dict[int, float]:
+    """``inherit_merge``: each bred child is its source merge itself, truncated to ``rank`` and mutated
+    (:func:`lib.llm.merge.inherit_merge`, seeded by the child's seed), written to ``out/agent<c>``;
+    returns the update energy each truncation kept."""
+    energy = {}
+    for ch in children:
+        if ch.elite:
+            continue
+        tmp = out / f"merge{ch.index}"
+        agents.save(ch.source.agent, tmp)
+        energy[ch.index] = inherit_merge(tmp, out / f"agent{ch.index}", rank=rank, seed=ch.seed)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return energy
+
+
+def train_children(base, children: list[Child], parents: list[Path], out: Path, s: Settings, counter=None,
+                   trainer: str = "batched", distill: bool = True) -> list[Path]:
     """The next generation's adapter folders under ``out``: elites copied, children trained on their
-    data; a degenerate child (too few usable answers) is a copy of its source — the merge saved by
-    :func:`save_merged_sources`, or the copied parent."""
-    dirs = []
+    data (all at once, :func:`lib.llm.batched.train_loras`); a degenerate child (too few usable
+    answers) is a copy of its source — the merge saved by :func:`save_merged_sources`, or the copied
+    parent. ``distill=False`` (``inherit_merge``): the children are already on disk
+    (:func:`save_inherited_merges`); nothing is trained."""
+    dirs, jobs, todo = [], [], []
     for ch in children:
         if ch.elite:
             dirs.append(copy_adapter(parents[ch.parents[0]], out / f"elite{ch.index}"))
             continue
         d = out / f"agent{ch.index}"
-        if ch.degenerate:
+        if not distill:
+            pass
+        elif ch.degenerate:
             if ch.source.merge_winner is None:
                 copy_adapter(parents[ch.parents[0]], d)
         else:
-            train_lora_on_tasks(base, ch.data, d, epochs=s.epochs, seed=ch.seed, counter=counter, **s.lora_kw())
+            jobs.append(Job(ch.data, ch.seed, s.epochs))
+            todo.append(d)
         dirs.append(d)
+    train_loras(base, jobs, todo, trainer=trainer, counter=counter, **s.lora_kw())
     return dirs
 
 
@@ -207,7 +239,7 @@ def _drop_generation(dirs: list[Path]) -> None:
 
 
 def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
-                       progress=None, timer: PhaseTimer | None = None) -> list[float]:
+                       progress=None, timer: PhaseTimer | None = None, trainer: str = "batched") -> list[float]:
     """One baseline on one seed's founders (:mod:`lib.llm.baselines`): its rows at the last
     generation (agent 0), written at once; its wall seconds go to the progress file."""
     s = Settings.of(cfg)
@@ -217,7 +249,7 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
         return []
     clock = PhaseClock(timer)
     with clock("founders"):
-        dirs = ensure_founders(base, cfg, seed, counter=clock.count)
+        dirs = ensure_founders(base, cfg, seed, counter=clock.count, trainer=trainer)
     tic = time.time()
     names = [f"f{i}" for i in range(s.agents)]
     with clock("load"):
@@ -229,17 +261,18 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
         return generate(base, prompts, adapter=name, hard=s.hard, batch_size=s.gen_batch, counter=clock.count)
 
     def train(tasks, train_seed):
-        new_adapter(base, "multitask", r=s.lora_r, alpha=s.lora_alpha, seed=train_seed, targets=s.lora_targets)
-        info = train_adapter(base, "multitask", tasks, epochs=s.spec_epochs, seed=train_seed, lr=s.lr,
-                             batch_size=s.batch_size, counter=clock.count)
-        return "multitask", info["steps"]
+        d = adapters_root(cfg) / f"s{seed}" / arm / "multitask"
+        train_loras(base, [Job(tasks, train_seed, s.spec_epochs)], [d], trainer=trainer, counter=clock.count,
+                    **s.lora_kw())
+        load_adapter(base, "multitask", d)
+        return "multitask", lora_steps(len(tasks), s.spec_epochs, s.batch_size)
 
     union = [x for i in range(s.agents)
              for x in founder_tasks(s, founder_family(s.families, i), founder_seed(seed, i))]
     with clock("baseline"):
         res = run_baseline(arm, base, names, s, val=p.val, seed=seed, founder_tasks=union, verifier=verifier,
                            answer=answer, train=lambda tasks, _: train(tasks, child_seed(seed, arm, 0, 0)))
-        metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=s, verifier=verifier)
+        metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=s, verifier=verifier, selection=p.selection)
     remove_all(base)
     founders_steps = 0 if arm == "baseline_multitask" else s.agents * lora_steps(s.spec_train, s.spec_epochs, s.batch_size)
     cost = {"train_steps": founders_steps + res.train_steps, "val_evals": res.val_evals}
@@ -247,7 +280,8 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
     t = s.generations - 1
     append_rows(shard, [rows.row(t, 0, k, v) for k, v in metrics.items()] + rows.costs(t, cost), COLUMNS)
     wall = time.time() - tic
-    mark_done(shard, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost)
+    mark_done(shard, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost,
+              trainer=trainer)
     if progress is not None:
         progress.update(s.generations)
     return [wall]
@@ -255,7 +289,7 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
 
 def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
               interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None,
-              engine: str = "auto") -> list[float]:
+              engine: str = "auto", trainer: str = "batched") -> list[float]:
     """Run (or resume) one (arm, seed) of the society; returns the wall seconds of each generation run.
 
     ``verifier(output, task) -> bool`` is the grounded signal; reporting uses it in every arm, the
@@ -263,12 +297,14 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     seed's metrics, each generation writes the diagnostics of the operators (:data:`DIAGNOSTICS`).
     A baseline arm (``baseline_*``) runs :func:`run_baseline_shard` instead. ``engine``: how agents
     answer and merge (:func:`lib.llm.agents.make_agents`; the rows do not depend on it up to float
-    rounding, see :mod:`lib.llm.folded`).
+    rounding, see :mod:`lib.llm.folded`); ``trainer``: how founders and children are trained
+    (:func:`lib.llm.batched.train_loras`, recorded in the progress file).
     """
     if is_baseline(arm):
         return run_baseline_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, progress=progress,
-                                  timer=timer)
+                                  timer=timer, trainer=trainer)
     s, a = Settings.of(cfg), resolve_arm(cfg, arm)
+    s = replace(s, n_inherit=a.n_inherit, epochs=a.epochs)  # the arm's children's budget
     pools = pools_for(s, seed)
     rows = RowWriter(s.experiment, arm, seed)
     shard = shard_path(folder, arm, seed)
@@ -280,7 +316,7 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     done = resume_shard(shard, "generation")
     if done is None:
         with first("founders"):  # trained once per seed (0 s when another arm already did)
-            dirs = ensure_founders(base, cfg, seed, counter=first.count)
+            dirs = ensure_founders(base, cfg, seed, counter=first.count, trainer=trainer)
         pending, walls, phases = [], [], []
         cost = {"train_steps": N * lora_steps(s.spec_train, s.spec_epochs, s.batch_size), "val_evals": 0}
     else:
@@ -304,8 +340,13 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         with clock("evaluate"):
             ev = step.evaluate(agents, names, gp, verifier=verifier, families=s.families)
             base_test = step.base_accuracy(agents, gp.test, verifier=verifier, families=s.families) if t == 0 else None
+            if t == G - 1 and pools.selection:  # the selection pool, scored once at the end
+                picked = step.answer_pools(agents, names, {"selection": pools.selection})["selection"]
+                chosen = [fitness_of(o, pools.selection, s.families, verifier)["overall"] for o in picked]
         sel = step.select(ev, a, n_parents=s.n_parents, lam=s.lam)
         out_rows = list(pending) + rows.generation(t, ev, sel, base_test)
+        if t == G - 1 and pools.selection:
+            out_rows += [rows.row(t, i, "select_overall", v) for i, v in enumerate(chosen)]
         cost["val_evals"] += N if a.grounded else 0  # selection read val
 
         new_dirs, pending = [], []
@@ -314,15 +355,21 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
                                  n_children=N - a.elitism, n_candidates=s.n_candidates, tag=f"t{t}",
                                  verifier=verifier, families=s.families, clock=clock)
             children = step.reproduce(sources, sel.elites, gp.inheritance,
-                                      child_seed=lambda c, t=t: child_seed(seed, arm, t, c))
+                                      child_seed=lambda c, t=t: child_seed(seed, arm, t, c),
+                                      verifier=verifier if a.inherit == "verified" else None)
             out = root / arm / f"gen{t + 1}"
-            save_merged_sources(agents, children, out)
+            if a.distills:
+                save_merged_sources(agents, children, out)
+                energy = {}
+            else:
+                energy = save_inherited_merges(agents, children, out, rank=s.lora_r)
             agents.forget()
             with clock("train"):
-                new_dirs = train_children(base, children, dirs, out, s, clock.count)
-            pending = rows.births(t + 1, children)
-            cost["train_steps"] += sum(lora_steps(len(ch.data), s.epochs, s.batch_size)
-                                       for ch in children if not ch.elite and not ch.degenerate)
+                new_dirs = train_children(base, children, dirs, out, s, clock.count, trainer=trainer,
+                                          distill=a.distills)
+            pending = rows.births(t + 1, children, energy)
+            cost["train_steps"] += sum(lora_steps(len(ch.data), s.epochs, s.batch_size) for ch in children
+                                       if a.distills and not ch.elite and not ch.degenerate)
             cost["val_evals"] += (N - a.elitism) * s.n_candidates if a.grounded and a.merge else 0  # screening
         else:
             agents.forget()
@@ -332,7 +379,8 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
         append_rows(shard, out_rows, COLUMNS)
         phases = phases + [clock.rounded()]
         mark_done(shard, t, agents=[str(Path(d).relative_to(root)) for d in new_dirs],
-                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases, cost=cost)
+                  pending_rows=pending, gen_wall_s=walls + new_walls, gen_phase_s=phases, cost=cost,
+                  trainer=trainer)
         if not s.keep_all_adapters and 0 < t < G - 1:  # founders and the last population are kept
             _drop_generation(dirs)
         dirs = new_dirs
@@ -353,13 +401,25 @@ manifest_config = core_config
 def shards(cfg: dict) -> list[dict]:
     """One config per (arm, seed); each writes only its own shard of the same data folder."""
     cfg = validate_config(cfg)
-    return [{**cfg, "arms": [a], "seeds": [s]} for a in cfg["arms"] for s in seed_list(cfg)]
+    return [{**cfg, "arms": [a], "seeds": [s], "arm_seeds": {}} for a, s in arm_runs(cfg)]
 
 
 def shard_status(cfg: dict, folder: Path | None = None) -> dict:
     """``{"<arm>_s<seed>": last completed generation or None}`` for every shard of ``cfg``."""
     folder = folder or data_dir(cfg["scale"], cfg["experiment"])
-    return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a in cfg["arms"] for s in seed_list(cfg)}
+    return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a, s in arm_runs(cfg)}
+
+
+def shard_trainers(cfg: dict, folder: Path) -> dict:
+    """``{trainer: number of shards}`` over the shards of ``cfg`` on disk; a shard written before the
+    trainer was recorded counts as ``sequential`` (the only trainer there was)."""
+    out: dict[str, int] = {}
+    for a, s in runs_of(cfg):
+        info = read_progress(shard_path(folder, a, s))
+        if info is not None:
+            t = info.get("trainer", "sequential")
+            out[t] = out.get(t, 0) + 1
+    return out
 
 
 def shard_done(cfg: dict) -> bool:
@@ -381,25 +441,27 @@ def data_complete(cfg: dict, folder: Path | None = None) -> bool:
 def load_rows(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
     """The rows of ``cfg``'s shards (in arm, seed order)."""
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
-    parts = [read_shard(shard_path(folder, a, s), "generation", COLUMNS) for a in cfg["arms"]
-             for s in seed_list(cfg) if shard_path(folder, a, s).exists()]
+    parts = [read_shard(shard_path(folder, a, s), "generation", COLUMNS) for a, s in arm_runs(cfg)
+             if shard_path(folder, a, s).exists()]
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
 def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Verifier = verify,
                    interrupt_after: int | None = None, base=None, timer: PhaseTimer | None = None,
-                   engine: str = "auto") -> pd.DataFrame:
+                   engine: str = "auto", trainer: str = "batched") -> pd.DataFrame:
     """Run every (arm, seed) of ``cfg`` (resuming finished generations); return its tidy rows.
 
     ``folder`` overrides ``data/<scale>/<experiment>/``; ``verifier`` and ``interrupt_after`` are
     test hooks; ``base`` reuses an already loaded base (it must be ``cfg['base_model']``); ``timer``
-    receives every phase of every generation (:mod:`lib.llm.timing`); ``engine`` as :func:`run_shard`.
+    receives every phase of every generation (:mod:`lib.llm.timing`); ``engine`` and ``trainer`` as
+    :func:`run_shard` (the manifest records the trainers that wrote the folder's shards).
     """
     from tqdm.auto import tqdm
     from .models import base_identity, load_base
     cfg = validate_config(cfg)
     check_device(cfg)
+    check_trainer(trainer)
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     core = core_config(cfg)
     check_resumable(folder, core)
@@ -412,6 +474,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
 
     def extra() -> dict:
         return {"run_config": cfg, "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),
+                "trainers": shard_trainers(cfg, folder),
                 "base_model": base_identity(cfg["base_model"]), **({"dtype": dtype} if dtype else {}),
                 "note": "config/config_hash describe the data (arms and seeds excluded); "
                         "shards lists the (arm, seed) runs present; dtype: the base's, as resolved"}
@@ -427,7 +490,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     resolved = base_dtype(cfg) if base is None else loaded_dtype(base)
     check_dtype(cfg, folder, dtype, resolved)  # rows of one folder come from one dtype
     dtype = resolved
-    unfinished = [shard_path(folder, a, s) for s in seed_list(cfg) for a in cfg["arms"]
+    unfinished = [shard_path(folder, a, s) for a, s in runs_of(cfg)
                   if status[f"{a}_s{s}"] is None or status[f"{a}_s{s}"] < cfg["generations"] - 1]
     with shard_locks(unfinished):  # a second run on these shards is refused before anything is written
         t0 = time.time()
@@ -436,12 +499,11 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
         if base is None:
             base = load_base(cfg["base_model"], dtype=resolved)
         with tqdm(total=todo, desc=f"{cfg['experiment']} ({cfg['scale']})", unit="gen") as bar:
-            for seed in seed_list(cfg):
-                for arm in cfg["arms"]:
-                    run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier,
-                              interrupt_after=interrupt_after, progress=bar, timer=timer, engine=engine)
-                    write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
-                                   status="running", extra=extra())
+            for arm, seed in runs_of(cfg):
+                run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, interrupt_after=interrupt_after,
+                          progress=bar, timer=timer, engine=engine, trainer=trainer)
+                write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
+                               status="running", extra=extra())
         write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0, status="complete",
                        extra=extra())
     return load_rows(cfg, folder)
@@ -452,12 +514,10 @@ def generation_walls(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
     inherit, train; founders at generation 0) where recorded (from the progress files)."""
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     out = []
-    for a in cfg["arms"]:
-        for s in seed_list(cfg):
-            info = read_progress(shard_path(folder, a, s))
-            if info is not None:
-                ph = info.get("gen_phase_s", [])
-                for t, w in enumerate(info.get("gen_wall_s", [])):
-                    out.append({"arm": a, "seed": s, "generation": t, "wall_s": w,
-                                **(ph[t] if t < len(ph) else {})})
+    for a, s in arm_runs(cfg):
+        info = read_progress(shard_path(folder, a, s))
+        if info is not None:
+            ph = info.get("gen_phase_s", [])
+            for t, w in enumerate(info.get("gen_wall_s", [])):
+                out.append({"arm": a, "seed": s, "generation": t, "wall_s": w, **(ph[t] if t < len(ph) else {})})
     return pd.DataFrame(out)

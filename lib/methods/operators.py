@@ -139,6 +139,40 @@ def select_parents(scores, dist, n_parents: int, *, diversity: bool = True, lam:
     return chosen
 
 
+def niche_parents(family_val, scores, dist, n_parents: int, *, diversity: bool = True, lam: float = 0.3) -> list[int]:
+    """Parents with a niche per family: first each family's best agent on that family's val (in
+    family order; ties → the higher score, then the lower index; an agent best on two families
+    takes one slot), then the remaining slots as :func:`select_parents` fills them (quality-diversity
+    greedy from the niche winners, or top-P by score). With more families than slots, the first
+    ``n_parents`` families' winners.
+
+    This project's addition, after MAP-Elites / CycleQD (an elite per behaviour cell or task) and
+    lexicase selection (specialists kept although their total score is poor).
+
+    Args:
+        family_val: shape ``(N, F)`` val accuracy of each agent on each family.
+        scores, dist, n_parents, diversity, lam: as :func:`select_parents`.
+    """
+    V = np.asarray(family_val, dtype=float)
+    s = np.asarray(scores, dtype=float)
+    n = s.size
+    if V.ndim != 2 or V.shape[0] != n:
+        raise ValueError(f"family_val must have shape ({n}, F), got {V.shape}")
+    if not 1 <= n_parents <= n:
+        raise ValueError(f"n_parents must be between 1 and the population size {n}, got {n_parents}")
+    chosen: list[int] = []
+    for f in range(V.shape[1]):
+        best = min(range(n), key=lambda i: (-V[i, f], -s[i], i))
+        if best not in chosen and len(chosen) < n_parents:
+            chosen.append(best)
+    D = np.asarray(dist, dtype=float)
+    while len(chosen) < n_parents:
+        rest = [i for i in range(n) if i not in chosen]
+        gain = [s[i] - (lam * max(1.0 - D[i, k] for k in chosen) if diversity else 0.0) for i in rest]
+        chosen.append(rest[max(range(len(rest)), key=lambda r: (gain[r], -rest[r]))])
+    return chosen
+
+
 def elite_indices(scores, k: int) -> list[int]:
     """The ``k`` top-scoring agents (ties → lower index), as the seed's comment says: the elites are
     the best by score, not the first parents in quality-diversity order."""
@@ -173,10 +207,17 @@ ARMS = {
     # this project's additions: recombination that does not dilute the parents' updates
     "sex_sum": (True, "sum", True),
     "sex_ties": (True, "ties", True),
+    # the society study's designs (lib.llm.settings.DESIGNS: selection, inheritance, budget)
+    "verified": (True, "exact", True),
+    "niche": (True, "exact", True),
+    "inherit_merge": (True, "exact", True),
+    "niche_inherit_merge": (True, "exact", True),
+    "niche_verified": (True, "exact", True),
 }
 V1_ARMS = ("full", "no_grounding", "no_sex", "no_diversity")
 V2_ARMS = V1_ARMS + ("sex_linear",)
 ADDED_ARMS = ("sex_sum", "sex_ties")  # not in the seed: recombination without dilution (lib.llm.generation)
+STUDY_ARMS = ("verified", "niche", "inherit_merge", "niche_inherit_merge", "niche_verified")  # the field's designs
 
 
 def arm_settings(arm: str, g: float) -> dict:

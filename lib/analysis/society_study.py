@@ -1,0 +1,145 @@
+"""The society study (``configs/society_study/``): its pre-registered comparisons, from the tidy rows.
+
+Outcome: *population accuracy* on the unseen test at the last generation — per (arm, seed) the mean
+``test_overall`` of the last generation's agents; a baseline is its one model (agent 0). Seeds are
+the unit; comparisons are paired by seed: the mean difference, its 95 % CI (sign-flip inversion) and
+the exact sign-flip p (:func:`lib.analysis.stats.paired_permutation_test`), Holm's adjustment over
+the six primary comparisons (:data:`PRIMARY`). The best society arm and the best one-shot merge are
+chosen on the *selection pool* (``select_overall``), which nothing was tuned on
+(:func:`lib.llm.pools.selection_pool`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .diagnostics import agents_wide, is_baseline
+from .society_results import ONE_SHOT, last_generation
+from .stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci
+
+# (label, arm a, arm b): a − b; "best society arm" / "best one-shot merge" are chosen on the selection pool
+PRIMARY = (
+    ("best society arm − best one-shot merge", "best society arm", "best one-shot merge"),
+    ("full@matched − full", "full@matched", "full"),
+    ("verified − full@matched", "verified", "full@matched"),
+    ("niche − full", "niche", "full"),
+    ("inherit_merge − full", "inherit_merge", "full"),
+    ("full − no_grounding", "full", "no_grounding"),
+)
+# what each arm borrows from the field (README and figures)
+BORROWS = {
+    "full": "the seed's loop (distillation of 240 answers x 1 epoch)",
+    "no_grounding": "the seed's ablation (g = 0)",
+    "full@matched": "distillation at a founder's budget",
+    "full@inherit1000x1": "distillation of 1000 answers x 1 epoch",
+    "verified": "STaR / verified synthetic data (Feng et al. 2024)",
+    "verified@g0": "verified inheritance, selection ungrounded",
+    "niche": "MAP-Elites / CycleQD / lexicase: a niche per family",
+    "inherit_merge": "GENOME / evolutionary merging: parameters, not answers",
+    "niche_inherit_merge": "CycleQD-like: niches + parameter inheritance",
+    "niche_verified": "niches + verified inheritance",
+}
+
+
+def population_scores(rows: pd.DataFrame, metric: str = "test_overall") -> pd.DataFrame:
+    """Index ``seed``, one column per arm: the last generation's population mean of ``metric`` (a
+    baseline: its one model). NaN where an arm did not run a seed (or has no such metric)."""
+    w = agents_wide(rows, [metric])
+    last = last_generation(w)
+    last = last[last["agent"] >= 0]
+    out = last.groupby(["arm", "seed"])[metric].mean().unstack("arm")
+    order = list(dict.fromkeys(rows["arm"]))
+    return out[[a for a in order if a in out]]
+
+
+def society_arms(columns) -> list[str]:
+    return [a for a in columns if not is_baseline(a)]
+
+
+def chosen_on_selection(rows: pd.DataFrame) -> tuple[str, str, pd.Series]:
+    """The best society arm and the best one-shot merge (:data:`ONE_SHOT`), each the one with the
+    highest mean ``select_overall`` over its seeds. Returns ``(arm, merge, mean select per arm)``."""
+    sel = population_scores(rows, "select_overall").mean().dropna()
+    if sel.empty:
+        raise ValueError("no select_overall rows: the study's configs score the selection pool (n_select > 0)")
+    arms = sel[[a for a in sel.index if not is_baseline(a)]].sort_values(ascending=False)
+    merges = sel[[a for a in sel.index if a in ONE_SHOT]].sort_values(ascending=False)
+    if arms.empty or merges.empty:
+        raise ValueError("the selection needs society arms and one-shot merges with select_overall rows")
+    return str(arms.index[0]), str(merges.index[0]), sel.sort_values(ascending=False)
+
+
+def paired(a: pd.Series, b: pd.Series) -> dict:
+    """Paired comparison of ``a − b`` over the seeds both have."""
+    both = pd.concat([a, b], axis=1).dropna()
+    if len(both) < 2:
+        return {"n": len(both), "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan}
+    x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+    lo, hi = sign_flip_ci(x - y)
+    return {"n": len(both), "a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean()),
+            "lo": lo, "hi": hi, "p": paired_permutation_test(x, y)["p"]}
+
+
+def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The six pre-registered comparisons (:data:`PRIMARY`): ``comparison, a, b`` (the arms, the
+    chosen ones resolved), ``n, a_acc, b_acc, diff, lo, hi, p, p_holm``. A comparison whose arms
+    have no rows yet has ``n = 0`` and NaNs (reported as missing, not dropped); Holm runs over the
+    comparisons that have a p."""
+    pop = population_scores(rows)
+    try:
+        best_arm, best_merge, _ = chosen_on_selection(rows)
+    except ValueError:
+        best_arm = best_merge = None
+    out = []
+    for label, a, b in PRIMARY:
+        a = best_arm if a == "best society arm" else a
+        b = best_merge if b == "best one-shot merge" else b
+        r = (paired(pop[a], pop[b]) if a in pop and b in pop else
+             {"n": 0, "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan})
+        out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
+                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+    t = pd.DataFrame(out)
+    t["p_holm"] = np.nan
+    have = t["p"].notna()
+    if have.any():
+        t.loc[have, "p_holm"] = holm(t.loc[have, "p"].to_numpy())
+    return t
+
+
+def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every arm and baseline: ``arm, n, test`` (mean population accuracy), ``lo, hi`` (95 % CI (t),
+    within [0, 1]), ``select`` (mean selection-pool accuracy) and ``vs_full`` / ``p_vs_full`` (paired
+    difference to ``full`` and its exact p: secondary, uncorrected), in the rows' arm order."""
+    pop, sel = population_scores(rows), population_scores(rows, "select_overall")
+    out = []
+    for a in pop:
+        v = pop[a].dropna()
+        m, lo, hi = bounded_t_ci(v) if len(v) else (np.nan, np.nan, np.nan)
+        r = paired(pop[a], pop["full"]) if "full" in pop and a != "full" else {"diff": np.nan, "p": np.nan}
+        out.append({"arm": a, "n": len(v), "test": m, "lo": lo, "hi": hi,
+                    "select": float(sel[a].mean()) if a in sel else np.nan,
+                    "vs_full": r["diff"], "p_vs_full": r["p"], "borrows": BORROWS.get(a, "")})
+    return pd.DataFrame(out)
+
+
+def grid_choices(rows: pd.DataFrame, grids: dict) -> pd.DataFrame:
+    """Where each baseline's chosen hyperparameters fall in its grid: per (baseline, key) the modal
+    chosen value, on how many seeds of how many, the grid's ends, and whether the mode is at an end
+    that is not a natural bound (density 1; λ's lower end is bounded by λ = 0, the bare base, only
+    when the end is within a factor 5 of 0 — else the grid was not widened far enough).
+
+    ``grids``: ``{baseline: {key: grid values}}`` (:func:`lib.llm.baselines.grid_of`)."""
+    out = []
+    for arm, keys in grids.items():
+        for key, grid in keys.items():
+            d = rows[(rows["arm"] == arm) & (rows["metric"] == f"baseline_{key}")]
+            if d.empty:
+                continue
+            counts = d.groupby("value")["seed"].nunique().sort_values(ascending=False)
+            mode = float(counts.index[0])
+            lo, hi = min(grid), max(grid)
+            natural = (key == "density" and mode == 1.0) or (key == "lambda" and mode == lo and lo <= 0.05)
+            edge = mode in (lo, hi) and not natural
+            out.append({"baseline": arm, "key": key, "mode": mode, "seeds_at_mode": int(counts.iloc[0]),
+                        "seeds": int(d["seed"].nunique()), "grid_lo": lo, "grid_hi": hi, "at_open_edge": edge})
+    return pd.DataFrame(out)

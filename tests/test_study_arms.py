@@ -1,0 +1,181 @@
+"""The society study's arms: niche selection, verified inheritance, parameter inheritance, budgets, the
+selection pool — each checked on fake agents or small tensors, and their configs checked before any work."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from lib.core.config import ConfigError, load_yaml
+from lib.llm import generation as step
+from lib.llm import pools
+from lib.llm.merge import inherit_merge
+from lib.llm.lora import publish_factors
+from lib.llm.settings import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
+from lib.methods.operators import niche_parents
+from lib.methods.tasks import Task
+from tests.test_society_steps import INHERIT, POOLS, FakeAgents, right
+
+STUDY = "configs/society_study/cpu.yaml"
+
+
+def arm(name="full", **kw):
+    base = {"label": name, "name": name, "g": 0.5, "merge": "exact", "diversity": True, "elitism": 0}
+    return Arm(**{**base, **kw})
+
+
+# ----------------------------------------------------------------------------- niche
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_niche_parents_always_hold_each_familys_best(seed):
+    rng = np.random.default_rng(seed)
+    n, f = 6, 3
+    val = rng.integers(0, 5, size=(n, f)) / 4  # ties are common
+    scores = rng.random(n)
+    dist = rng.random((n, n))
+    dist = (dist + dist.T) / 2
+    np.fill_diagonal(dist, 0)
+    parents = niche_parents(val, scores, dist, 3, lam=0.3)
+    assert len(set(parents)) == 3
+    for j in range(f):  # each family's top val score is held by a parent
+        assert val[parents, j].max() == val[:, j].max()
+
+
+def test_niche_fills_the_other_slots_by_score_and_breaks_ties_by_score():
+    val = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.2], [0.5, 0.5]])
+    scores = np.array([0.1, 0.9, 0.3, 0.8])
+    parents = niche_parents(val, scores, np.ones((4, 4)) - np.eye(4), 3, diversity=False)
+    assert parents == [1, 3, 2]  # lists: agents 0 and 1 tie, the higher score wins; arith: agent 3; then by score
+    assert niche_parents(val, scores, np.zeros((4, 4)), 2, diversity=False) == [1, 3]
+
+
+def test_niche_arm_selects_the_strings_specialist_that_top_p_leaves_out():
+    ev = step.Evaluation(test=[{}] * 4, val=np.array([0.9, 0.8, 0.7, 0.3]), screen=np.zeros(4),
+                         val_halves=[(0, 0)] * 4, consensus=[], conformity=np.array([0.9, 0.8, 0.7, 0.2]),
+                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0,
+                         val_family=np.array([[0.9, 0.1], [0.8, 0.1], [0.7, 0.2], [0.0, 0.9]]))
+    top = step.select(ev, arm(), n_parents=2, lam=0.0)
+    niche = step.select(ev, arm("niche", selection="niche"), n_parents=2, lam=0.0)
+    assert 3 not in top.parents and niche.parents == [0, 3]
+
+
+# ----------------------------------------------------------------------------- verified
+
+
+def test_verified_children_train_on_verified_answers_only():
+    wrong_half = {x.prompt: (x.answer if k % 2 == 0 else "9") for k, x in enumerate(INHERIT)}
+    src = step.Source(parents=(0, 1), agent="m", answers=[wrong_half[x.prompt] for x in INHERIT], test={}, screen=0.5)
+    plain = step.reproduce([src], [], INHERIT, child_seed=lambda c: c)[0]
+    checked = step.reproduce([src], [], INHERIT, child_seed=lambda c: c, verifier=lambda o, t: o == t.answer)[0]
+    assert len(plain.data) == len(INHERIT)  # the seed's: every parsed answer, right or wrong
+    assert len(checked.data) == len(INHERIT) // 2
+    assert all(t.answer == right(INHERIT)[t.prompt] for t in checked.data)
+
+
+# ----------------------------------------------------------------------------- parameter inheritance
+
+
+def _factors(rng, r, shapes):
+    return {m: (torch.tensor(rng.standard_normal((r, i)), dtype=torch.float32),
+                torch.tensor(rng.standard_normal((o, r)), dtype=torch.float32)) for m, (o, i) in shapes.items()}
+
+
+def test_inherit_merge_is_the_merge_at_the_stated_rank(tmp_path):
+    rng = np.random.default_rng(0)
+    shapes = {"model.layers.0.self_attn.q_proj": (12, 10), "model.layers.0.mlp.up_proj": (20, 10)}
+    merged = _factors(rng, 8, shapes)  # rank 2r = 8 (two parents of rank 4)
+    publish_factors(merged, tmp_path / "merge", r=8, alpha=8)
+    kept = inherit_merge(tmp_path / "merge", tmp_path / "child", rank=4, seed=1, eta=0.0)  # no mutation
+    cfg = json.loads((tmp_path / "child" / "adapter_config.json").read_text())
+    assert cfg["r"] == 4 and cfg["lora_alpha"] == 4
+    from safetensors.torch import load_file
+    sd = load_file(str(tmp_path / "child" / "adapter_model.safetensors"))
+    num = den = 0.0
+    for m, (a, b) in merged.items():
+        dw = (b @ a).double()
+        ca, cb = sd[f"base_model.model.{m}.lora_A.weight"], sd[f"base_model.model.{m}.lora_B.weight"]
+        assert ca.shape == (4, shapes[m][1]) and cb.shape == (shapes[m][0], 4)
+        u, s, vh = torch.linalg.svd(dw)
+        best = (u[:, :4] * s[:4]) @ vh[:4]  # Eckart-Young: the best rank-4 approximation
+        assert torch.allclose((cb @ ca).double(), best, atol=1e-4)
+        num += float((s[:4] ** 2).sum())
+        den += float((s ** 2).sum())
+    assert kept == pytest.approx(num / den, rel=1e-6) and 0 < kept < 1
+    # the mutation moves the kept singular values by exp(eta xi): seeded, and another seed differs
+    a = inherit_merge(tmp_path / "merge", tmp_path / "m1", rank=4, seed=1)
+    b = inherit_merge(tmp_path / "merge", tmp_path / "m2", rank=4, seed=1)
+    c = inherit_merge(tmp_path / "merge", tmp_path / "m3", rank=4, seed=2)
+    assert a == b == c == kept  # energy is measured before the mutation
+    f1, f2, f3 = (load_file(str(tmp_path / d / "adapter_model.safetensors")) for d in ("m1", "m2", "m3"))
+    assert all(torch.equal(f1[k], f2[k]) for k in f1)
+    assert any(not torch.equal(f1[k], f3[k]) for k in f1 if ".lora_B." in k)  # sigma lives in B = U diag(sigma)
+
+
+# ----------------------------------------------------------------------------- arms as config values
+
+
+def test_budgets_and_designs_resolve_from_the_arm_name():
+    cfg = validate_config(load_yaml(STUDY))
+    assert (resolve_arm(cfg, "full").n_inherit, resolve_arm(cfg, "full").epochs) == (240, 1)
+    m = resolve_arm(cfg, "full@matched")
+    assert (m.n_inherit, m.epochs, m.inherit) == (cfg["spec_train"], cfg["spec_epochs"], "distill")
+    v = resolve_arm(cfg, "verified@g0")
+    assert (v.g, v.inherit, v.n_inherit, v.epochs) == (0.0, "verified", 1000, 3)
+    assert (resolve_arm(cfg, "full@inherit1000x1").n_inherit, resolve_arm(cfg, "full@inherit1000x1").epochs) == (1000, 1)
+    im = resolve_arm(cfg, "niche_inherit_merge")
+    assert (im.selection, im.inherit, im.distills) == ("niche", "merge", False)
+    assert arm_design("no_diversity", 0.5)["selection"] == "top"
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("inherit_merge@matched", "trains no child"),
+    ("full@matched@matched", "each modifier once"),
+    ("full@inherit2x1", "not allowed"),         # fewer answers than families
+    ("full@inheritx3", "expected"),
+    ("verifed", "not allowed"),
+])
+def test_unknown_or_contradictory_arms_are_refused_before_any_work(bad, says):
+    cfg = load_yaml(STUDY)
+    with pytest.raises(ConfigError, match=says):
+        validate_config({**cfg, "arms": [bad], "arm_seeds": {}})
+
+
+def test_a_bad_arm_exits_2_with_one_line(tmp_path):
+    import subprocess
+    import sys
+    cfg = load_yaml(STUDY)
+    path = tmp_path / "bad.yaml"
+    import yaml
+    path.write_text(yaml.safe_dump({**cfg, "arms": ["inherit_merge@matched"], "arm_seeds": {}}))
+    p = subprocess.run([sys.executable, "-m", "lib.experiment", str(path)], capture_output=True, text=True)
+    assert p.returncode == 2 and "trains no child" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_arm_seeds_give_some_arms_more_seeds():
+    cfg = validate_config(load_yaml(STUDY))
+    runs = runs_of(cfg)
+    assert sum(a == "full" for a, _ in runs) == 32 and sum(a == "verified" for a, _ in runs) == 16
+    assert sum(a == "full@g1" for a, _ in runs) == 8
+    with pytest.raises(ConfigError, match="arm_seeds"):
+        validate_config({**load_yaml(STUDY), "arm_seeds": {"nonesuch": [1]}})
+
+
+# ----------------------------------------------------------------------------- the selection pool
+
+
+def test_selection_pool_is_disjoint_from_val_screening_and_test_and_changes_no_other_pool():
+    cfg = validate_config(load_yaml(STUDY))
+    s = Settings.of(cfg)
+    for seed in (0, 5):
+        p = pools.pools_for(s, seed)
+        sel = {x.prompt for x in p.selection}
+        assert len(sel) == s.n_select * len(s.families)
+        assert not sel & {x.prompt for x in p.val} and not sel & {x.prompt for x in p.test}
+        assert all(pools.part_of(x) == "val" for x in p.selection)
+        without = pools.pools_for(Settings.of({**cfg, "n_select": 0}), seed)
+        assert without.val == p.val and without.test == p.test and without.selection == []
+    assert "selection" in pools.audit(cfg, 0, pretraining=False)

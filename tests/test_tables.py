@@ -1,0 +1,28 @@
+"""Results tables are written from the data by code (lib.tables), and the committed ones are current."""
+from __future__ import annotations
+
+import pytest
+
+from lib import tables
+
+
+def test_committed_tables_equal_what_the_committed_data_gives():
+    assert tables.stale() == [], "run python -m lib.tables (make reproduce does) and commit the README"
+
+
+def test_render_rewrites_a_marked_block_and_only_it(monkeypatch):
+    monkeypatch.setitem(tables.TABLES, "demo", lambda scale: f"| made at {scale} |\n")
+    text = "before\n<!-- table:demo smoke -->\nold body\n<!-- /table:demo -->\nafter\n"
+    assert tables.render(text) == "before\n<!-- table:demo smoke -->\n| made at smoke |\n<!-- /table:demo -->\nafter\n"
+    with pytest.raises(ValueError, match="unknown table"):
+        tables.render("<!-- table:nonesuch cpu -->\n<!-- /table:nonesuch -->")
+
+
+def test_study_tables_at_smoke_name_every_primary_comparison():
+    md = tables.study_primary("smoke")
+    if md.startswith("No data yet"):
+        pytest.skip("no smoke study data in this checkout")
+    for label in ("full@matched − full", "verified − full@matched", "niche − full", "inherit_merge − full",
+                  "full − no_grounding", "best one-shot merge"):
+        assert label in md
+    assert md.count("\n") == 2 + 6
