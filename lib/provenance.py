@@ -26,7 +26,7 @@ from .core.manifest import read_manifest
 from .core.rows import damaged_shards
 from .core.paths import REPO_ROOT, config_path, data_dir, figures_dir
 
-EXPERIMENTS = ("operators", "tool_mutation", "society", "program_search")
+EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
 
 
 def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:

@@ -69,20 +69,24 @@ def study_rows(scale: str) -> pd.DataFrame | None:
     return rows if rows is not None and len(rows) else None
 
 
+def _markdown(header: list[str], lines: list[str]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + " --- |" * len(header), *lines]) + "\n"
+
+
+NO_DATA = "No data yet: the study has not run at this scale.\n"
+
+
 def study_primary(scale: str) -> str:
     """The six pre-registered comparisons (:func:`lib.analysis.society_study.primary_table`)."""
     from .analysis.society_study import primary_table
     rows = study_rows(scale)
     if rows is None:
-        return "No data yet: the study has not run at this scale.\n"
-    t = primary_table(rows)
-    lines = ["| # | comparison | arms compared | seeds | a | b | Δ = a − b [95 % CI (sign-flip)] | p | Holm p |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for k, r in t.iterrows():
-        arms = f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—"
-        lines.append(f"| {k + 1} | {r.comparison} | {arms} | {int(r.n)} | {_fmt(r.a_acc)} | {_fmt(r.b_acc)} | "
-                     f"{_signed(r['diff'])} {_ci(r.lo, r.hi)} | {_p(r.p)} | {_p(r.p_holm)} |")
-    return "\n".join(lines) + "\n"
+        return NO_DATA
+    lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
+             + f" | {int(r.n)} | {_fmt(r.a_acc)} | {_fmt(r.b_acc)} | {_signed(r['diff'])} {_ci(r.lo, r.hi)} | "
+             f"{_p(r.p)} | {_p(r.p_holm)} |" for k, r in primary_table(rows).iterrows()]
+    return _markdown(["#", "comparison", "arms compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                      "p", "Holm p"], lines)
 
 
 def study_arms(scale: str) -> str:
@@ -90,15 +94,12 @@ def study_arms(scale: str) -> str:
     from .analysis.society_study import arm_table
     rows = study_rows(scale)
     if rows is None:
-        return "No data yet: the study has not run at this scale.\n"
-    t = arm_table(rows)
-    lines = ["| arm | borrows | seeds | test [95 % CI (t, within [0, 1])] | selection pool | − `full` (secondary) | p |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for _, r in t.iterrows():
-        ci = f"[{_fmt(r.lo)}, {_fmt(r.hi)}]" if np.isfinite(_num(r.lo)) else "(n < 2)"
-        lines.append(f"| `{r.arm}` | {r.borrows or '—'} | {int(r.n)} | {_fmt(r.test)} {ci} | {_fmt(r.select)} | "
-                     f"{_signed(r.vs_full)} | {_p(r.p_vs_full)} |")
-    return "\n".join(lines) + "\n"
+        return NO_DATA
+    lines = [f"| `{r.arm}` | {r.borrows or '—'} | {int(r.n)} | {_fmt(r.test)} "
+             + (f"[{_fmt(r.lo)}, {_fmt(r.hi)}]" if np.isfinite(_num(r.lo)) else "(n < 2)")
+             + f" | {_fmt(r.select)} | {_signed(r.vs_full)} | {_p(r.p_vs_full)} |" for _, r in arm_table(rows).iterrows()]
+    return _markdown(["arm", "borrows", "seeds", "test [95 % CI (t, within [0, 1])]", "selection pool",
+                      "− `full` (secondary)", "p"], lines)
 
 
 TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms}

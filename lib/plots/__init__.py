@@ -1,6 +1,6 @@
 """Per-experiment figure panels: pure drawing functions over tidy rows, shared by notebooks 01-05.
 
-Each module (``operators``, ``tool_mutation``, ``society``, ``program_search``) exposes
+Each module (``operators``, ``tool_mutation``, ``society``, ``society_study``, ``program_search``) exposes
 ``load_data(scale)`` (a missing file is a ``FileNotFoundError`` naming the command that makes it),
 ``draw_all(scale) -> list[panel names]`` and ``stats_table(scale) -> DataFrame`` (n seeds, test,
 effect and p-value of every comparison a figure makes).
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-EXPERIMENTS = ("operators", "tool_mutation", "society", "program_search")
+EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
 
 
 def module(experiment: str):
