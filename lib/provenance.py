@@ -23,7 +23,7 @@ from .experiment import runner
 from .plots.style import read_index, rel
 from .core.errors import DamagedFileError, one_line
 from .core.manifest import read_manifest
-from .core.rows import damaged_shards
+from .core.rows import damaged_shards, sha256_of
 from .core.paths import REPO_ROOT, config_path, data_dir, figures_dir
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
@@ -141,6 +141,26 @@ def check_index(scale: str) -> pd.DataFrame:
                     row |= {"commit": (g.get("commit") or "")[:10], "dirty": g.get("dirty"), "commit_status": status}
                 rows.append(row)
     return pd.DataFrame(rows, columns=["kind", "path", "exists", "commit", "dirty", "commit_status"])
+
+
+def stale_figures(scale: str) -> pd.DataFrame:
+    """Every figure of the index of ``scale`` drawn from data that has changed since: one row per
+    (figure, data file) whose SHA-256 now differs from the one recorded when the figure was drawn, or
+    whose file is gone (``state``: changed | missing). Figures drawn before hashes were recorded
+    (no ``data_sha256``) are listed once with ``state`` unknown."""
+    out = []
+    for name, e in read_index(scale).items():
+        recorded = e.get("data_sha256")
+        if recorded is None:
+            out.append({"figure": name, "data": "", "state": "unknown (drawn before data hashes were recorded)"})
+            continue
+        for path, sha in recorded.items():
+            f = Path(path) if Path(path).is_absolute() else REPO_ROOT / path
+            if not f.is_file():
+                out.append({"figure": name, "data": path, "state": "missing"})
+            elif sha256_of(f) != sha:
+                out.append({"figure": name, "data": path, "state": "changed"})
+    return pd.DataFrame(out, columns=["figure", "data", "state"])
 
 
 def _href(path: str, here: Path) -> str:

@@ -61,11 +61,12 @@ def _p(p) -> str:
 
 
 def study_rows(scale: str) -> pd.DataFrame | None:
-    """The society study's rows at ``scale`` (``None`` when nothing has run)."""
+    """The society study's rows at ``scale``, finished runs only (``None`` when none has finished)."""
+    from .analysis.society_study import complete_runs
     from .llm import society
     cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
     folder = data_dir(scale, cfg["experiment"])
-    rows = society.load_rows(cfg, folder) if folder.is_dir() else None
+    rows = complete_runs(society.load_rows(cfg, folder), cfg["generations"]) if folder.is_dir() else None
     return rows if rows is not None and len(rows) else None
 
 

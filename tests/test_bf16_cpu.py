@@ -69,6 +69,9 @@ def test_bf16_society_on_the_cpu_runs_every_phase_and_resumes(runs, tmp_path, mo
 
     assert {e[0] for e in engines} == {"PeftAgents"}  # the GPU path's engine, on a bf16 base
     assert json.loads((tmp_path / "a" / "manifest.json").read_text())["dtype"] == "bf16"
+    # founders and children were trained by the batched trainer, the default
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["trainers"] == {"batched": 2}
+    assert json.loads((tmp_path / "a" / "full_s0.progress.json").read_text())["trainer"] == "batched"
     # the base stays bf16; the adapters peft trains, merges and saves are float32 factors
     for arm in ("full", "sex_linear"):
         for child in sorted((runs / "s0" / arm / "gen1").iterdir()):

@@ -130,6 +130,22 @@ def test_cut_last_row_of_a_finished_shard_is_refused_not_read_as_nan(reference, 
     assert not table.agrees[0] and f"{SHARD}.csv line {n_lines}" in table.note[0]
 
 
+def test_a_finished_shard_altered_into_well_formed_rows_is_named(reference, copy, capsys):
+    csv = copy / f"{SHARD}.csv"
+    lines = csv.read_bytes().splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if b",test_overall," in ln)
+    head, _, value = lines[k].rpartition(b",")
+    lines[k] = head + b"," + (b"0.0\n" if value.strip() != b"0.0" else b"1.0\n")  # a plausible number, edited in
+    csv.write_bytes(b"".join(lines))
+    code, err = _rerun(reference, capsys)  # before: "society (smoke): N rows", exit 0
+    _refused(code, err, str(csv), "changed after its rows were written", "SHA-256", "restore it")
+    table = provenance.manifest_table("smoke", ["society"])
+    assert not table.agrees[0] and "changed after" in table.note[0]
+    csv.write_bytes(reference["csv"])  # restored: read again as written
+    code, _ = _rerun(reference, capsys)
+    assert code == 0
+
+
 def test_rows_lost_at_a_line_boundary_are_refused(reference, copy, capsys):
     csv = copy / f"{SHARD}.csv"
     lines = csv.read_bytes().splitlines(keepends=True)

@@ -120,7 +120,7 @@ def test_shard_reads_check_every_row_and_leave_out_the_block_in_flight(tmp_path)
     shard = rows.shard_path(tmp_path, "full", 0)
     rows.append_rows(shard, [_row(0, 1.0), _row(0, 2.0)], COLS)
     rows.mark_done(shard, 0, note="x")
-    assert rows.read_progress(shard) == {"last_done": 0, "csv_rows": 2, "note": "x"}
+    assert rows.read_progress(shard) == {"last_done": 0, "csv_rows": 2, "csv_sha256": rows.sha256_of(shard), "note": "x"}
     rows.append_rows(shard, [_row(1, 3.0)], COLS)  # generation 1 in flight
     assert rows.read_shard(shard, "generation", COLS).value.tolist() == [1.0, 2.0]
     rows.mark_done(shard, 1)

@@ -82,3 +82,24 @@ def test_check_index_and_written_index(repo, monkeypatch):
     text = provenance.write_index("cpu").read_text()
     assert "`data/cpu/tm/sgd_s*.csv` (3 files)" in text and "sgd_s3" not in text
     assert "`data/cpu/tm/manifest.json`" in text
+
+
+def test_figures_drawn_from_data_that_changed_since_are_listed(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from lib.plots.style import save_figure
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
+    data = tmp_path / "rows.csv"
+    data.write_text("a,b\n1,2\n")
+    other = tmp_path / "other.csv"
+    other.write_text("x\n1\n")
+    for name, src in (("figA", data), ("figB", other)):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1])
+        save_figure(fig, name, scale="smoke", caption="c", data=str(src))
+        plt.close(fig)
+    assert provenance.stale_figures("smoke").empty  # drawn from the data as it is now
+    data.write_text("a,b\n1,3\n")
+    other.unlink()
+    st = provenance.stale_figures("smoke")
+    assert sorted(zip(st.figure, st.state)) == [("figA", "changed"), ("figB", "missing")]

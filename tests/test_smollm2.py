@@ -265,6 +265,7 @@ def test_micro_society_runs_every_phase_and_resumes(smol, tmp_path, monkeypatch)
     assert society.data_complete(cfg, folder)
     m = json.loads((folder / "manifest.json").read_text())
     assert m["status"] == "complete" and m["config"]["base_model"] == "smollm2-135m"
+    assert m["trainers"] == {"batched": 2}  # founders and children through the batched trainer
     assert set(m["shards"]) == {"full_s0", "sex_linear_s0"} and m["wall_s"] > 0
     # every phase ran, in the expected numbers (from the instrumented timer of each generation)
     gens = [json.loads(x) for x in (folder / gpu_run.TIMINGS).read_text().splitlines()]

@@ -132,6 +132,7 @@ def test_budgets_and_designs_resolve_from_the_arm_name():
 
 @pytest.mark.parametrize("bad, says", [
     ("inherit_merge@matched", "trains no child"),
+    ("niche@g0", "contradicts g = 0"),
     ("full@matched@matched", "each modifier once"),
     ("full@inherit2x1", "not allowed"),         # fewer answers than families
     ("full@inheritx3", "expected"),
@@ -179,3 +180,46 @@ def test_selection_pool_is_disjoint_from_val_screening_and_test_and_changes_no_o
         without = pools.pools_for(Settings.of({**cfg, "n_select": 0}), seed)
         assert without.val == p.val and without.test == p.test and without.selection == []
     assert "selection" in pools.audit(cfg, 0, pretraining=False)
+
+
+# ----------------------------------------------------------------------------- fair baselines
+
+
+def _choice_rows(arm, key, values):
+    import pandas as pd
+    return pd.DataFrame({"arm": arm, "seed": range(len(values)), "metric": f"baseline_{key}", "value": values,
+                         "generation": 7, "agent": 0})
+
+
+def test_grid_choices_name_a_mode_at_an_open_edge():
+    import pandas as pd
+    from lib.analysis.society_study import grid_choices
+    from lib.llm.baselines import grid_of
+    grids = grid_of("wide")
+    rows = pd.concat([
+        _choice_rows("baseline_task_arithmetic", "lambda", [1.0, 1.0, 1.0, 0.3]),  # the top of the grid: open
+        _choice_rows("baseline_ties", "density", [1.0, 1.0, 0.8, 1.0]),            # density 1: a natural bound
+        _choice_rows("baseline_ties", "lambda", [0.5, 0.5, 1.0, 0.25]),            # inside
+        _choice_rows("baseline_dare_ties", "lambda", [0.1, 0.1, 0.1, 0.5]),        # the lowest λ, 0.1: open
+    ])
+    t = grid_choices(rows, grids).set_index(["baseline", "key"])
+    assert t.loc[("baseline_task_arithmetic", "lambda"), "at_open_edge"]
+    assert not t.loc[("baseline_ties", "density"), "at_open_edge"]
+    assert not t.loc[("baseline_ties", "lambda"), "at_open_edge"]
+    assert t.loc[("baseline_dare_ties", "lambda"), "mode"] == 0.1 and t.loc[("baseline_dare_ties", "lambda"), "at_open_edge"]
+    assert t.loc[("baseline_task_arithmetic", "lambda"), "seeds_at_mode"] == 3
+    # the wide grids reach what the committed 16-seed run chose at the old grids' ends
+    assert min(grids["baseline_task_arithmetic"]["lambda"]) < 0.1 and max(grids["baseline_ties"]["density"]) == 1.0
+
+
+def test_a_run_still_in_progress_enters_no_comparison():
+    import pandas as pd
+    from lib.analysis.society_study import complete_runs, population_scores
+    rows = pd.DataFrame([{"arm": a, "seed": s, "generation": g, "agent": 0, "metric": m, "value": v,
+                          "selected": False, "conformity": 0.0, "score": 0.0}
+                         for a, s, last in (("full", 0, 7), ("full", 1, 3))
+                         for g in range(last + 1) for m, v in (("test_overall", 0.1 * g), ("val_overall", 0.5))])
+    done = complete_runs(rows, generations=8)
+    assert set(zip(done.arm, done.seed)) == {("full", 0)}
+    pop = population_scores(done)
+    assert list(pop.index) == [0] and pop.loc[0, "full"] == pytest.approx(0.7)

@@ -41,6 +41,14 @@ BORROWS = {
 }
 
 
+def complete_runs(rows: pd.DataFrame, generations: int) -> pd.DataFrame:
+    """The rows of the (arm, seed) runs that reached their last generation (``generations − 1``): a
+    run still in progress (a sweep that stopped mid-run and will resume) is left out of every
+    comparison, not read as if its last generation so far were the last."""
+    last = rows.groupby(["arm", "seed"])["generation"].transform("max")
+    return rows[last == generations - 1]
+
+
 def population_scores(rows: pd.DataFrame, metric: str = "test_overall") -> pd.DataFrame:
     """Index ``seed``, one column per arm: the last generation's population mean of ``metric`` (a
     baseline: its one model). NaN where an arm did not run a seed (or has no such metric)."""

@@ -9,7 +9,8 @@ Reading a shard (:func:`read_shard`, :func:`read_rows`) returns the rows of its 
 after checking them: every line whole (a line end, as many fields as the header), the key fields,
 ``metric`` and ``value`` present, ``value`` a number, ``arm``/``seed`` those of the file name, no
 block beyond the last completed one, and exactly the number of rows recorded when that block was
-marked done. A damaged shard is a :class:`lib.core.errors.DamagedFileError` naming the file, the
+marked done, with the SHA-256 recorded then (a shard altered later, even into well-formed rows, is
+named). A damaged shard is a :class:`lib.core.errors.DamagedFileError` naming the file, the
 line and what to do — never a shorter or NaN-padded table. Rows after the last completed block
 (a block in flight, or half-written when the process died) are not part of the data: a reader
 leaves them out and :func:`resume_shard` cuts them off, so a resumed run's rows equal an
@@ -33,6 +34,7 @@ from .jsonfile import read_json, write_json
 BLOCK_KEYS = ("generation", "step")  # the block column of the society and of tool mutation
 REQUIRED = ("arm", "seed", "metric", "value")  # never empty where the header has them
 ROWS_KEY = "csv_rows"  # progress-file key: data rows in the shard when its last block was marked done
+SHA_KEY = "csv_sha256"  # progress-file key: SHA-256 of the shard's bytes when its last block was marked done
 
 
 def shard_path(folder: str | Path, arm: str, seed: int) -> Path:
@@ -85,10 +87,21 @@ def count_rows(shard: str | Path) -> int:
     return max(0, shard.read_bytes().count(b"\n") - 1)
 
 
+def sha256_of(path: str | Path, upto: int | None = None) -> str:
+    """SHA-256 (hex) of the bytes of ``path`` (its first ``upto`` bytes)."""
+    import hashlib
+    data = Path(path).read_bytes()
+    return hashlib.sha256(data if upto is None else data[:upto]).hexdigest()
+
+
 def mark_done(shard: str | Path, block: int, **info) -> None:
     """Record (atomically) that all rows of ``block`` (a generation or step) are in ``shard``, with
-    the number of rows the shard holds now (:data:`ROWS_KEY`) and the runner's ``info``."""
-    write_json(progress_path(shard), {"last_done": int(block), ROWS_KEY: count_rows(shard), **info},
+    the number of rows the shard holds now (:data:`ROWS_KEY`), the SHA-256 of its bytes
+    (:data:`SHA_KEY`: a later change to the completed rows is named when they are read) and the
+    runner's ``info``."""
+    shard = Path(shard)
+    sha = sha256_of(shard) if shard.is_file() else None
+    write_json(progress_path(shard), {"last_done": int(block), ROWS_KEY: count_rows(shard), SHA_KEY: sha, **info},
                indent=None, sort_keys=False, allow_nan=True)
 
 
@@ -225,6 +238,11 @@ def _check(shard: Path, block_key: str | None, columns: Sequence[str] | None) ->
     scan = scan_shard(shard, done, None if info is None else info.get(ROWS_KEY, None), block_key, columns)
     if scan.problem is not None:
         raise DamagedFileError(f"{shard} {scan.problem}; {_recompute_fix(shard)}")
+    want = None if info is None else info.get(SHA_KEY)
+    if want and sha256_of(shard, scan.good_end) != want:  # well-formed, but not the rows the run wrote
+        raise DamagedFileError(f"{shard} was changed after its rows were written (its SHA-256 differs from the one "
+                               f"in {progress_path(shard).name}): restore it from a copy (git checkout -- "
+                               f"{shard.name} where it is committed), or {_recompute_fix(shard).split(', or ')[0]}")
     return info, scan
 
 

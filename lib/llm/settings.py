@@ -178,6 +178,9 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
             raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
                              f"so a budget modifier (@matched, @inherit<n>x<e>) contradicts it")
         d["budget"] = p["budget"]
+    if d["selection"] == "niche" and st["g"] == 0:
+        raise ValueError(f"arm {arm!r}: niche selection reads each family's val accuracy (the verifier), which "
+                         f"contradicts g = 0 (no grounding); use g > 0")
     return d
 
 

@@ -436,6 +436,68 @@ def update_proposal(mean: np.ndarray, std: np.ndarray, elite_params: np.ndarray)
             np.clip(STD_KEEP * std + STD_TAKE * elite_params.std(axis=0), STD_MIN, STD_MAX))
 
 
+def generation_record(seed: int, method: str, generation: int, grammar, setup, cfg: SearchConfig, candidates,
+                      proposal_test_losses, *, best, best_train: float, held_out_best: float, mean, std,
+                      number: int, tournament: bool, executions: int) -> dict:
+    """The row of one generation of a (seed, method) search (the seed's record keys)."""
+    return {
+        "seed": seed, "method": method, "generation": generation,
+        "training_program_executions": executions,
+        "train_best_loss_ratio": best_train, "heldout_loss_ratio": held_out_best,
+        "mean_proposed_training_loss_ratio": float(np.mean([c[0] for c in candidates])),
+        "mean_proposed_heldout_loss_ratio": float(np.mean(proposal_test_losses)),
+        "fraction_proposals_beating_initial_gd": float(np.mean(np.asarray(proposal_test_losses) < setup.initial_gd)),
+        "proposal_mean_change_norm": float(np.linalg.norm(mean)),
+        "proposal_std_mean": float(np.mean(std)),
+        "best_program_depth": max(grammar.depth(i) for i in best),
+        "nodes_generated": len(grammar.nodes) - cfg.primitives,
+        "minimal_signature_rank_min": min(setup.sets["train"].ranks),
+        "minimal_signature_rank_max": max(setup.sets["train"].ranks),
+        "test_program_executions": cfg.test_states * (number + 1) * (2 if tournament else 1) + cfg.test_states}
+
+
+def bracket_probes(grammar, candidates, seed: int, generation: int, cfg: SearchConfig) -> list[dict]:
+    """The ``corrected`` method's diagnostics: every candidate's bracket predictions against the
+    exact bracket and the actual loss order, on the first four test states (never shown to the proposer)."""
+    probe = slice(0, min(4, cfg.test_states))
+    out = []
+    for _, pair, _, _ in candidates:
+        exact = grammar.score(*pair, "test", "full_jacobian")[probe]
+        compiled = grammar.score(*pair, "test", "minimal")[probe]
+        firstjet = grammar.score(*pair, "test", "first_jet")[probe]
+        blind = grammar.score(*pair, "test", "gate_blind")[probe]
+        ab = grammar.execute(*pair, "test", False, rows=probe)
+        ba = grammar.execute(*pair, "test", True, rows=probe)
+        depth = max(grammar.depth(i) for i in pair)
+        for s in range(len(ab)):
+            gap = float(ab[s] - ba[s])
+            out.append({
+                "seed": seed, "generation": generation, "depth": depth,
+                "compiled_error": abs(float(compiled[s] - exact[s])),
+                "first_jet_error": abs(float(firstjet[s] - exact[s])),
+                "blind_error": abs(float(blind[s] - exact[s])), "exact_bracket": float(exact[s]),
+                "actual_loss_order_gap": gap, "non_tie": int(abs(gap) > 1e-12),
+                "compiled_correct_actual_order": int((compiled[s] <= cfg.score_tolerance) == (gap <= 0)),
+                "blind_correct_actual_order": int((blind[s] <= cfg.score_tolerance) == (gap <= 0))})
+    return out
+
+
+def run_cost(seed: int, method: str, cfg: SearchConfig, setup, records, diagnostics, *, seconds: float,
+             executions: int, anchors: int) -> dict:
+    """What one (seed, method) search cost: seconds, program executions and predictor calls."""
+    return {
+        "seed": seed, "method": method, "seconds_including_diagnostics": seconds,
+        "setup_seconds_including_task_and_anchor_construction": setup.seconds,
+        "training_program_executions": executions,
+        "training_primitive_field_evaluations": 2 * cfg.primitives * executions,
+        "training_loss_calls_in_program_execution": 4 * executions,
+        "prediction_score_count": anchors,
+        "base_jacobian_matrices_available": cfg.primitives,
+        "test_program_executions_all_checkpoints": sum(r["test_program_executions"] for r in records),
+        "diagnostic_program_executions": 2 * len(diagnostics),
+        "note": COST_NOTE}
+
+
 def one_run(seed: int, method: str, cfg: SearchConfig, setup: SeedSetup | None = None):
     """One (seed, method) search; returns the seed's (records, diagnostics, cost)."""
     if method not in METHODS:
@@ -487,52 +549,14 @@ def one_run(seed: int, method: str, cfg: SearchConfig, setup: SeedSetup | None =
             elite_params = np.asarray([c[2] for c in elite])
             mean, std = update_proposal(mean, std, elite_params)
             pool = [index for c in elite for index in c[1]]
-        records.append({
-            "seed": seed, "method": method, "generation": generation + 1,
-            "training_program_executions": training_program_executions,
-            "train_best_loss_ratio": best_train, "heldout_loss_ratio": held_out(best),
-            "mean_proposed_training_loss_ratio": float(np.mean([c[0] for c in candidates])),
-            "mean_proposed_heldout_loss_ratio": float(np.mean(proposal_test_losses)),
-            "fraction_proposals_beating_initial_gd": float(np.mean(np.asarray(proposal_test_losses) < setup.initial_gd)),
-            "proposal_mean_change_norm": float(np.linalg.norm(mean)),
-            "proposal_std_mean": float(np.mean(std)),
-            "best_program_depth": max(grammar.depth(i) for i in best),
-            "nodes_generated": len(grammar.nodes) - cfg.primitives,
-            "minimal_signature_rank_min": min(setup.sets["train"].ranks),
-            "minimal_signature_rank_max": max(setup.sets["train"].ranks),
-            "test_program_executions": cfg.test_states * (number + 1) * (2 if tournament else 1) + cfg.test_states})
+        records.append(generation_record(seed, method, generation + 1, grammar, setup, cfg, candidates,
+                                         proposal_test_losses, best=best, best_train=best_train,
+                                         held_out_best=held_out(best), mean=mean, std=std, number=number,
+                                         tournament=tournament, executions=training_program_executions))
         if method == "corrected":
-            # Independent diagnostic probes on the first four test states, never shown to the proposer.
-            probe = slice(0, min(4, cfg.test_states))
-            for _, pair, _, _ in candidates:
-                exact = grammar.score(*pair, "test", "full_jacobian")[probe]
-                compiled = grammar.score(*pair, "test", "minimal")[probe]
-                firstjet = grammar.score(*pair, "test", "first_jet")[probe]
-                blind = grammar.score(*pair, "test", "gate_blind")[probe]
-                ab = grammar.execute(*pair, "test", False, rows=probe)
-                ba = grammar.execute(*pair, "test", True, rows=probe)
-                depth = max(grammar.depth(i) for i in pair)
-                for s in range(len(ab)):
-                    gap = float(ab[s] - ba[s])
-                    diagnostics.append({
-                        "seed": seed, "generation": generation + 1, "depth": depth,
-                        "compiled_error": abs(float(compiled[s] - exact[s])),
-                        "first_jet_error": abs(float(firstjet[s] - exact[s])),
-                        "blind_error": abs(float(blind[s] - exact[s])), "exact_bracket": float(exact[s]),
-                        "actual_loss_order_gap": gap, "non_tie": int(abs(gap) > 1e-12),
-                        "compiled_correct_actual_order": int((compiled[s] <= cfg.score_tolerance) == (gap <= 0)),
-                        "blind_correct_actual_order": int((blind[s] <= cfg.score_tolerance) == (gap <= 0))})
-    cost = {
-        "seed": seed, "method": method, "seconds_including_diagnostics": time.perf_counter() - start,
-        "setup_seconds_including_task_and_anchor_construction": setup.seconds,
-        "training_program_executions": training_program_executions,
-        "training_primitive_field_evaluations": 2 * cfg.primitives * training_program_executions,
-        "training_loss_calls_in_program_execution": 4 * training_program_executions,
-        "prediction_score_count": prediction_anchors,
-        "base_jacobian_matrices_available": cfg.primitives,
-        "test_program_executions_all_checkpoints": sum(r["test_program_executions"] for r in records),
-        "diagnostic_program_executions": 2 * len(diagnostics),
-        "note": COST_NOTE}
+            diagnostics += bracket_probes(grammar, candidates, seed, generation + 1, cfg)
+    cost = run_cost(seed, method, cfg, setup, records, diagnostics, seconds=time.perf_counter() - start,
+                    executions=training_program_executions, anchors=prediction_anchors)
     return records, diagnostics, cost
 
 

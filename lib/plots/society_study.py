@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..analysis import diagnostics as dg
 from ..analysis.society_results import last_generation
+from ..analysis.society_study import complete_runs
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
 from ..core.rows import progress_path, read_shard
@@ -29,7 +30,8 @@ NOTEBOOK = "03_society_arms"
 
 
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "families", "config"}`` of the study at ``scale`` (shards read checked).
+    """``{"rows", "files", "families", "config"}`` of the study at ``scale`` (shards read checked; the
+    runs that reached their last generation only).
     Raises ``FileNotFoundError`` naming the command that makes them."""
     folder = data_dir(scale, EXPERIMENT)
     files = sorted(p for p in folder.glob("*_s*.csv")) if folder.is_dir() else []
@@ -38,6 +40,7 @@ def load_data(scale: str) -> dict:
                                 f"`python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml`")
     rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)
     cfg = config_path(EXPERIMENT, scale)
+    rows = complete_runs(rows, int(load_yaml(cfg)["generations"]))  # a run in progress is not drawn
     return {"rows": rows, "files": [str(f) for f in files], "families": list(load_yaml(cfg)["families"]),
             "config": str(cfg)}
 

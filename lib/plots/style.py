@@ -30,6 +30,7 @@ import seaborn as sns  # noqa: E402
 
 from ..analysis.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
 from ..core.jsonfile import read_json, write_json  # noqa: E402
+from ..core.rows import sha256_of  # noqa: E402
 from ..core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 
 # Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
@@ -247,6 +248,10 @@ def repo_path(p) -> str:
     return Path(os.path.relpath(p.resolve(), Path(REPO_ROOT).resolve())).as_posix()
 
 
+def _abs(p: str) -> Path:
+    return Path(p) if Path(p).is_absolute() else REPO_ROOT / p
+
+
 def _index_path(scale: str) -> Path:
     return figures_dir(scale) / "index.json"
 
@@ -279,7 +284,9 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
     configs = [config] if isinstance(config, (str, Path)) else list(config or [])
     configs = [repo_path(c) for c in dict.fromkeys(configs)]
     idx = read_index(scale)
-    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": [repo_path(d) for d in data],
+    data = [repo_path(d) for d in data]
+    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": data,
+                 "data_sha256": {d: sha256_of(_abs(d)) for d in data if _abs(d).is_file()},
                  "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
     write_json(_index_path(scale), idx)
     return paths
