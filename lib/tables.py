@@ -103,7 +103,37 @@ def study_arms(scale: str) -> str:
                       "− `full` (secondary)", "p"], lines)
 
 
-TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms}
+def society_primary(scale: str) -> str:
+    """The first society run's three pre-registered comparisons (``configs/society``,
+    :func:`lib.analysis.society_results.primary_comparisons`), and how much the grounding comparison
+    rests on its most extreme seed (the comparison again without it)."""
+    from .analysis.society_results import primary_comparisons
+    from .analysis.stats import paired_permutation_test, sign_flip_ci
+    from .llm import society
+    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society" / f"{scale}.yaml"))
+    folder = data_dir(scale, cfg["experiment"])
+    if not folder.is_dir():
+        return NO_DATA
+    rows = society.load_rows(cfg, folder)
+    t = primary_comparisons(rows, cfg["families"])
+    lines = [f"| {r.comparison} | {int(r.n)} | {_fmt(r.full)} | {_fmt(r.other_acc)} | {_signed(r['diff'])} "
+             f"{_ci(r.lo, r.hi)} | {_p(r.p)} | {_p(r.p_holm)} |" for _, r in t.iterrows()]
+    from .analysis.society_results import method_scores
+    sc = method_scores(rows, cfg["families"])
+    wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
+    d = (wide["full"] - wide["no_grounding"]).dropna()
+    worst = d.abs().idxmax()
+    rest = d.drop(worst)
+    lo, hi = sign_flip_ci(rest.to_numpy())
+    p = paired_permutation_test(wide.loc[rest.index, "full"].to_numpy(), wide.loc[rest.index, "no_grounding"].to_numpy())["p"]
+    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {_signed(d[worst])}, the largest) | "
+                 f"{len(rest)} | — | — | {_signed(rest.mean())} {_ci(lo, hi)} | {_p(p)} | — |")
+    return _markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
+                      "Holm p"], lines)
+
+
+TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
+                                           "society-primary": society_primary}
 
 
 def render(text: str) -> str:
