@@ -44,7 +44,9 @@ TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
 # and λ 0.5, its smallest, in 12; DARE-TIES λ 0.5 in 15), so they extend to the natural bounds:
 # density 1 (nothing trimmed) and λ towards 0 (λ = 0 is the bare base, reported already).
 WIDE_TA_LAMBDAS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-WIDE_TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8, 1.0) for lam in (0.1, 0.25, 0.5, 1.0, 1.5))
+WIDE_TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8, 1.0) for lam in (0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5))
+# (λ 0.02 and 0.05 added after the study's first two seeds chose λ = 0.1, the grid's lowest, for TIES
+# and DARE-TIES: a grid-coverage precondition, not an outcome; those shards were recomputed.)
 GRIDS = {"seed": (TA_LAMBDAS, TIES_GRID), "wide": (WIDE_TA_LAMBDAS, WIDE_TIES_GRID)}
 LORAHUB_L1 = 0.05
 LORAHUB_BOUND = 1.5  # weights searched in [-1.5, 1.5], as LoraHub
