@@ -200,16 +200,21 @@ def test_grid_choices_name_a_mode_at_an_open_edge():
         _choice_rows("baseline_task_arithmetic", "lambda", [1.0, 1.0, 1.0, 0.3]),  # the top of the grid: open
         _choice_rows("baseline_ties", "density", [1.0, 1.0, 0.8, 1.0]),            # density 1: a natural bound
         _choice_rows("baseline_ties", "lambda", [0.5, 0.5, 1.0, 0.25]),            # inside
-        _choice_rows("baseline_dare_ties", "lambda", [0.1, 0.1, 0.1, 0.5]),        # the lowest λ, 0.1: open
+        _choice_rows("baseline_dare_ties", "lambda", [1.5, 1.5, 1.5, 0.5]),        # the largest λ: open
+        _choice_rows("baseline_dare_ties", "density", [0.2, 0.2, 0.5, 1.0]),       # the lowest density: open
     ])
     t = grid_choices(rows, grids).set_index(["baseline", "key"])
     assert t.loc[("baseline_task_arithmetic", "lambda"), "at_open_edge"]
     assert not t.loc[("baseline_ties", "density"), "at_open_edge"]
     assert not t.loc[("baseline_ties", "lambda"), "at_open_edge"]
-    assert t.loc[("baseline_dare_ties", "lambda"), "mode"] == 0.1 and t.loc[("baseline_dare_ties", "lambda"), "at_open_edge"]
+    assert t.loc[("baseline_dare_ties", "lambda"), "mode"] == 1.5 and t.loc[("baseline_dare_ties", "lambda"), "at_open_edge"]
+    assert t.loc[("baseline_dare_ties", "density"), "at_open_edge"]
     assert t.loc[("baseline_task_arithmetic", "lambda"), "seeds_at_mode"] == 3
-    # the wide grids reach what the committed 16-seed run chose at the old grids' ends
-    assert min(grids["baseline_task_arithmetic"]["lambda"]) < 0.1 and max(grids["baseline_ties"]["density"]) == 1.0
+    # the wide grids reach λ -> 0 (the bare base) and density 1, past the old grids' ends that were chosen
+    assert min(grids["baseline_task_arithmetic"]["lambda"]) == min(grids["baseline_ties"]["lambda"]) == 0.02
+    assert max(grids["baseline_ties"]["density"]) == 1.0
+    low = pd.concat([_choice_rows("baseline_ties", "lambda", [0.02, 0.02, 0.05])])
+    assert not grid_choices(low, grids)["at_open_edge"].any()  # λ's lowest, 0.02: the natural bound λ = 0
 
 
 def test_a_run_still_in_progress_enters_no_comparison():
