@@ -168,3 +168,15 @@ def test_folder_of_another_config_is_refused(tmp_path, monkeypatch, tm_serial):
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({**TM, "lr": 0.01}))
     assert sweep.main([str(other), "--serial", "--quiet"]) == 2   # not "all shards already complete"
+
+
+def test_arms_and_seeds_select_shards_and_a_wrong_one_is_named(capsys):
+    from lib import sweep as sw
+    assert sw.parse_seeds("0-3") == [0, 1, 2, 3] and sw.parse_seeds("1,5") == [1, 5] and sw.parse_seeds(None) is None
+    with pytest.raises(sw.ConfigError, match="--seeds"):
+        sw.parse_seeds("a-b")
+    code = sw.main(["configs/society_study/smoke.yaml", "--serial", "--arms", "full,nonesuch"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "nonesuch" in err[0]
+    code = sw.main(["configs/society_study/smoke.yaml", "--serial", "--arms", "full", "--seeds", "99"])
+    assert code == 2 and "select no shard" in capsys.readouterr().err
