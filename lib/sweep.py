@@ -287,6 +287,9 @@ def _record(folder: Path, cfg: dict, runs: list[dict], info: dict) -> None:
         m["sweep"] = {**info, "runs": [{k: r.get(k) for k in ("arm", "seed", "status", "wall_s", "host")}
                                        for r in runs]}
         write_json(folder / MANIFEST, m)
+    mod = _experiment.runner(cfg["kind"])
+    if hasattr(mod, "refresh_manifest"):  # the whole config's shards and status, not the last run's
+        mod.refresh_manifest(cfg, folder)
 
 
 def _import_ray():

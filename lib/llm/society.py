@@ -422,6 +422,26 @@ def shard_trainers(cfg: dict, folder: Path) -> dict:
     return out
 
 
+def refresh_manifest(cfg: dict, folder: Path) -> dict:
+    """The manifest of ``folder`` with its shard table, trainers and status recomputed from the disk
+    for the whole of ``cfg`` (a sweep's runs each write the manifest for their own shard only, so the
+    last writer would otherwise say ``complete`` for a folder whose other shards are still to run).
+    Written atomically under the folder lock; returns it."""
+    from ..core.jsonfile import write_json
+    from ..core.locks import folder_lock
+    from ..core.manifest import MANIFEST
+    cfg = validate_config(cfg)
+    with folder_lock(folder):
+        m = read_manifest(folder)
+        if m is None:
+            return {}
+        m["shards"] = shard_status(cfg, folder)
+        m["trainers"] = shard_trainers(cfg, folder)
+        m["status"] = "complete" if data_complete(cfg, folder) else "running"
+        write_json(Path(folder) / MANIFEST, m)
+    return m
+
+
 def shard_done(cfg: dict) -> bool:
     """True when every (arm, seed) shard of ``cfg`` has its last generation on disk."""
     cfg = validate_config(cfg)
