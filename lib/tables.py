@@ -107,7 +107,7 @@ def society_primary(scale: str) -> str:
     """The first society run's three pre-registered comparisons (``configs/society``,
     :func:`lib.analysis.society_results.primary_comparisons`), and how much the grounding comparison
     rests on its most extreme seed (the comparison again without it)."""
-    from .analysis.society_results import primary_comparisons
+    from .analysis.society_results import method_scores, primary_comparisons
     from .analysis.stats import paired_permutation_test, sign_flip_ci
     from .llm import society
     cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society" / f"{scale}.yaml"))
@@ -118,7 +118,6 @@ def society_primary(scale: str) -> str:
     t = primary_comparisons(rows, cfg["families"])
     lines = [f"| {r.comparison} | {int(r.n)} | {_fmt(r.full)} | {_fmt(r.other_acc)} | {_signed(r['diff'])} "
              f"{_ci(r.lo, r.hi)} | {_p(r.p)} | {_p(r.p_holm)} |" for _, r in t.iterrows()]
-    from .analysis.society_results import method_scores
     sc = method_scores(rows, cfg["families"])
     wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
     d = (wide["full"] - wide["no_grounding"]).dropna()

@@ -216,12 +216,9 @@ def train_children(base, children: list[Child], parents: list[Path], out: Path, 
             dirs.append(copy_adapter(parents[ch.parents[0]], out / f"elite{ch.index}"))
             continue
         d = out / f"agent{ch.index}"
-        if not distill:
-            pass
-        elif ch.degenerate:
-            if ch.source.merge_winner is None:
-                copy_adapter(parents[ch.parents[0]], d)
-        else:
+        if distill and ch.degenerate and ch.source.merge_winner is None:
+            copy_adapter(parents[ch.parents[0]], d)
+        elif distill and not ch.degenerate:
             jobs.append(Job(ch.data, ch.seed, s.epochs))
             todo.append(d)
         dirs.append(d)
