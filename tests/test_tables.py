@@ -26,3 +26,20 @@ def test_study_tables_at_smoke_name_every_primary_comparison():
                   "full − no_grounding", "best one-shot merge"):
         assert label in md
     assert md.count("\n") == 2 + 6
+
+
+def test_render_rewrites_an_inline_value_inside_its_sentence(monkeypatch):
+    monkeypatch.setitem(tables.VALUES, "demo-n", lambda scale: "42" if scale == "cpu" else "7")
+    text = "we ran <!-- value:demo-n cpu -->3<!-- /value --> seeds and <!-- value:demo-n smoke -->x<!-- /value -->.\n"
+    assert tables.render(text) == ("we ran <!-- value:demo-n cpu -->42<!-- /value --> seeds and "
+                                   "<!-- value:demo-n smoke -->7<!-- /value -->.\n")
+    with pytest.raises(ValueError, match="unknown value"):
+        tables.render("<!-- value:nonesuch cpu -->1<!-- /value -->")
+
+
+def test_every_table_and_value_name_is_used_by_a_committed_file():
+    """A registered table nobody shows is dead code; a marker nobody registered fails in render."""
+    from lib.core.paths import REPO_ROOT
+    text = "".join((REPO_ROOT / f).read_text() for f in tables.FILES)
+    used = set(tables.marked_names(text))
+    assert set(tables.TABLES) | set(tables.VALUES) <= used, sorted(set(tables.TABLES) | set(tables.VALUES) - used)

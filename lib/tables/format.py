@@ -1,0 +1,41 @@
+"""Formatting shared by the generated tables: numbers, signed differences, intervals, p-values, Markdown."""
+from __future__ import annotations
+
+import numpy as np
+
+NO_DATA = "No data yet: the study has not run at this scale.\n"
+
+
+def num(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def fmt(x, digits: int = 3) -> str:
+    x = num(x)
+    return "—" if not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def signed(x, digits: int = 3) -> str:
+    x = num(x)
+    return "—" if not np.isfinite(x) else f"{x:+.{digits}f}".replace("-", "−")
+
+
+def ci(lo, hi) -> str:
+    lo, hi = num(lo), num(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "(unbounded: < 6 seeds)" if (np.isinf(lo) or np.isinf(hi)) else "—"
+    return f"[{signed(lo)}, {signed(hi)}]"
+
+
+def p_text(p) -> str:
+    from ..analysis.stats import format_p
+    p = num(p)
+    return "—" if not np.isfinite(p) else format_p(p)
+
+
+def markdown(header: list[str], lines: list[str]) -> str:
+    """A Markdown table: ``header`` and the already-formatted ``lines``."""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + " --- |" * len(header), *lines]) + "\n"

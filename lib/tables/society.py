@@ -1,0 +1,80 @@
+"""The society's tables: the study's six primary comparisons and its arms, the first run's verdict."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..core.config import load_yaml
+from ..core.paths import REPO_ROOT, data_dir
+from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+
+
+def study_rows(scale: str) -> pd.DataFrame | None:
+    """The society study's rows at ``scale``, finished runs only (``None`` when none has finished)."""
+    from ..analysis.society_study import complete_runs
+    from ..llm import society
+    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
+    folder = data_dir(scale, cfg["experiment"])
+    rows = complete_runs(society.load_rows(cfg, folder), cfg["generations"]) if folder.is_dir() else None
+    return rows if rows is not None and len(rows) else None
+
+
+def study_primary(scale: str) -> str:
+    """The six pre-registered comparisons (:func:`lib.analysis.society_study.primary_table`)."""
+    from ..analysis.society_study import primary_table
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
+             + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
+             f"{p_text(r.p)} | {p_text(r.p_holm)} |" for k, r in primary_table(rows).iterrows()]
+    return markdown(["#", "comparison", "arms compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                      "p", "Holm p"], lines)
+
+
+def study_arms(scale: str) -> str:
+    """Every arm of the study: population accuracy, selection-pool accuracy, difference to ``full``."""
+    from ..analysis.society_study import arm_table
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    lines = [f"| `{r.arm}` | {r.borrows or '—'} | {int(r.n)} | {fmt(r.test)} "
+             + (f"[{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(num(r.lo)) else "(n < 2)")
+             + f" | {fmt(r.select)} | {signed(r.vs_full)} | {p_text(r.p_vs_full)} |" for _, r in arm_table(rows).iterrows()]
+    return markdown(["arm", "borrows", "seeds", "test [95 % CI (t, within [0, 1])]", "selection pool",
+                      "− `full` (secondary)", "p"], lines)
+
+
+def society_primary(scale: str) -> str:
+    """The first society run's three pre-registered comparisons (``configs/society``,
+    :func:`lib.analysis.society_results.primary_comparisons`), and how much the grounding comparison
+    rests on its most extreme seed (the comparison again without it)."""
+    from ..analysis.society_results import method_scores, primary_comparisons
+    from ..analysis.stats import paired_permutation_test, sign_flip_ci
+    from ..llm import society
+    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society" / f"{scale}.yaml"))
+    folder = data_dir(scale, cfg["experiment"])
+    if not folder.is_dir():
+        return NO_DATA
+    rows = society.load_rows(cfg, folder)
+    t = primary_comparisons(rows, cfg["families"])
+    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.full)} | {fmt(r.other_acc)} | {signed(r['diff'])} "
+             f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
+    sc = method_scores(rows, cfg["families"])
+    wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
+    d = (wide["full"] - wide["no_grounding"]).dropna()
+    worst = d.abs().idxmax()
+    rest = d.drop(worst)
+    lo, hi = sign_flip_ci(rest.to_numpy())
+    p = paired_permutation_test(wide.loc[rest.index, "full"].to_numpy(), wide.loc[rest.index, "no_grounding"].to_numpy())["p"]
+    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
+                 f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
+    return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
+                      "Holm p"], lines)
+
+
+TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
+                                           "society-primary": society_primary}
+VALUES: dict[str, Callable[[str], str]] = {}
