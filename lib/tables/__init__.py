@@ -22,9 +22,9 @@ from typing import Callable
 
 from ..core.errors import cli_main
 from ..core.paths import REPO_ROOT
-from . import society
+from . import operators, program_search, society, society_results, tool_mutation
 
-MODULES = (society,)
+MODULES = (society, society_results, operators, tool_mutation, program_search)
 TABLES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.TABLES.items()}
 VALUES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.VALUES.items()}
 # re-exported: the tests and notebooks call these by their old names
