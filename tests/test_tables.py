@@ -43,3 +43,18 @@ def test_every_table_and_value_name_is_used_by_a_committed_file():
     text = "".join((REPO_ROOT / f).read_text() for f in tables.FILES)
     used = set(tables.marked_names(text))
     assert set(tables.TABLES) | set(tables.VALUES) <= used, sorted(set(tables.TABLES) | set(tables.VALUES) - used)
+
+
+def test_verdict_words_follow_holm_p_and_sign():
+    from lib.analysis.society_study import verdict
+    assert verdict(+0.05, 0.01) == "win" and verdict(-0.05, 0.01) == "loss"
+    assert verdict(+0.20, 0.05) == "tie" and verdict(-0.2, 0.3) == "tie"
+    assert verdict(float("nan"), 0.01) == "—" and verdict(0.1, float("nan")) == "—"
+
+
+def test_study_primary_marks_comparisons_short_of_their_preregistered_seeds_interim():
+    md = tables.study_primary("smoke")
+    if md.startswith("No data yet"):
+        pytest.skip("no smoke study data in this checkout")
+    body = md.splitlines()[2:]
+    assert all(line.split("|")[-2].strip().split(" ")[0] in ("win", "loss", "tie", "—") for line in body)

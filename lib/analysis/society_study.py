@@ -114,6 +114,16 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def verdict(diff: float, p_holm: float, alpha: float = 0.05) -> str:
+    """A primary comparison's word: ``win`` (a above b) or ``loss`` when Holm's p < ``alpha``, else
+    ``tie`` (not distinguishable at this n; a tie is not evidence of equality); ``—`` without data."""
+    if not (np.isfinite(diff) and np.isfinite(p_holm)):
+        return "—"
+    if p_holm >= alpha:
+        return "tie"
+    return "win" if diff > 0 else "loss"
+
+
 def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Every arm and baseline: ``arm, n, test`` (mean population accuracy), ``lo, hi`` (95 % CI (t),
     within [0, 1]), ``select`` (mean selection-pool accuracy) and ``vs_full`` / ``p_vs_full`` (paired

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..core.config import load_yaml
 from ..core.paths import REPO_ROOT, data_dir
+from ..llm import society
 from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
@@ -22,16 +23,25 @@ def study_rows(scale: str) -> pd.DataFrame | None:
 
 
 def study_primary(scale: str) -> str:
-    """The six pre-registered comparisons (:func:`lib.analysis.society_study.primary_table`)."""
-    from ..analysis.society_study import primary_table
+    """The six pre-registered comparisons (:func:`lib.analysis.society_study.primary_table`) with their
+    verdict (:func:`lib.analysis.society_study.verdict`), marked *interim* while a comparison has fewer
+    seeds than its config pre-registers."""
+    from ..analysis.society_study import primary_table, verdict
+    from ..llm.settings import arm_seeds
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
+    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
+
+    def word(r) -> str:
+        target = min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
+        w = verdict(num(r["diff"]), num(r.p_holm))
+        return w if w == "—" or r.n >= target else f"{w} (interim: {int(r.n)} of {target} seeds)"
     lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
              + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
-             f"{p_text(r.p)} | {p_text(r.p_holm)} |" for k, r in primary_table(rows).iterrows()]
+             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} |" for k, r in primary_table(rows).iterrows()]
     return markdown(["#", "comparison", "arms compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
-                      "p", "Holm p"], lines)
+                     "p", "Holm p", "verdict (Holm p < 0.05)"], lines)
 
 
 def study_arms(scale: str) -> str:
