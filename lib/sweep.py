@@ -67,7 +67,7 @@ from .core.config import ConfigError
 from .core.errors import MissingDependencyError, UserError, cli_main
 from .core.jsonfile import write_json
 from .core.locks import folder_lock
-from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, read_manifest
+from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
 from .core.paths import data_dir, data_root, rel, runs_dir, runs_root
 from .core.rows import last_done, read_rows, shard_path
 
@@ -272,10 +272,33 @@ def merge(cfg: dict) -> pd.DataFrame:
     return df[df.arm.isin(cfg["arms"]) & df.seed.isin(seeds)].reset_index(drop=True)
 
 
-def _record(folder: Path, cfg: dict, runs: list[dict], info: dict) -> None:
-    """Add a ``sweep`` entry to the folder's manifest (arms/seeds lists widened to the whole sweep),
-    under the folder lock (another run may be updating it)."""
+LEDGER = "sweeps.jsonl"
+
+
+def ledger_line(runs: list[dict], info: dict, load_start: tuple[float, ...]) -> dict | None:
+    """One sweep's entry in the folder's ledger (:data:`LEDGER`, one JSON object per line, appended;
+    ``None`` when the sweep ran nothing): when it finished, the commit it ran at, the host's CPUs and
+    its 1/5/15-minute load averages at the start and at the end, and each run's wall seconds. The
+    manifest keeps only the last sweep; a study run over many sweeps and sessions quotes its wall time
+    and load from here."""
+    ran = [{k: r.get(k) for k in ("arm", "seed", "status", "wall_s", "host")} for r in runs if r["status"] != "skipped"]
+    if not ran:
+        return None
+    load_end = os.getloadavg() if hasattr(os, "getloadavg") else ()
+    return {"finished": now(), "git": git_state(), "host": socket.gethostname(), "cpus": os.cpu_count(),
+            "load_start": [round(x, 2) for x in load_start], "load_end": [round(x, 2) for x in load_end],
+            **{k: info[k] for k in ("backend", "cpus_per_run", "wall_s") if k in info}, "runs": ran}
+
+
+def _record(folder: Path, cfg: dict, runs: list[dict], info: dict, load_start: tuple[float, ...] = ()) -> None:
+    """Add a ``sweep`` entry to the folder's manifest (arms/seeds lists widened to the whole sweep) and
+    a line to its ledger (:func:`ledger_line`), under the folder lock (another run may be updating it)."""
+    import json
     with folder_lock(folder):
+        line = ledger_line(runs, info, load_start)
+        if line is not None:
+            with open(folder / LEDGER, "a") as f:
+                f.write(json.dumps(line, sort_keys=True) + "\n")
         m = read_manifest(folder)
         if m is None:
             return
@@ -427,6 +450,7 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
     local one (``address=None``, on ``num_cpus`` cores) or joins ``address``, and shuts it down after.
     """
     t0 = time.perf_counter()
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else ()
     mod = _experiment.runner(cfg["kind"])
     cfg = mod.validate_config(cfg)
     fault = parse_fault(fault) if isinstance(fault, str) or fault is None else fault
@@ -471,7 +495,7 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
         try:
             with contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext():
                 rows = merge(cfg)
-            _record(folder, cfg, runs, {**info, "wall_s": round(time.perf_counter() - t0, 3)})
+            _record(folder, cfg, runs, {**info, "wall_s": round(time.perf_counter() - t0, 3)}, load_start)
         except Exception as e:  # noqa: BLE001
             merge_error = f"{type(e).__name__}: {e}"
             _say(f"FAIL merging the shards of {folder}: {merge_error}", progress, always=True)
