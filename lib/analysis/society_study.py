@@ -114,6 +114,35 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def without_most_extreme(a: pd.Series, b: pd.Series) -> dict:
+    """How much ``a − b`` rests on one seed: the paired comparison (:func:`paired`) again without the
+    seed whose difference is largest in magnitude; ``seed`` and ``its_diff`` name it."""
+    d = (a - b).dropna()
+    if len(d) < 3:
+        return {"seed": None, "its_diff": np.nan, **paired(a.iloc[:0], b.iloc[:0])}
+    worst = d.abs().idxmax()
+    keep = d.index.drop(worst)
+    return {"seed": int(worst), "its_diff": float(d[worst]), **paired(a[keep], b[keep])}
+
+
+def study_cost(walls: pd.DataFrame, ledger: list[dict]) -> dict:
+    """What the study cost: ``core_h`` (the finished runs' wall seconds summed, in hours: each run uses
+    one thread on one core), ``runs``, per-arm median wall seconds of one run (``arm_s``), and from the
+    sweeps' ledger (:data:`lib.sweep.LEDGER`, logged since ``ledger_since``) the range of the 1-minute
+    load average at the sweeps' starts and ends (``load_lo``, ``load_hi``) on ``cpus`` CPUs (NaN without
+    a ledger). ``walls``: :func:`lib.llm.society.generation_walls`."""
+    if walls.empty:
+        return {"core_h": 0.0, "runs": 0, "arm_s": {}, "ledger_sweeps": 0, "ledger_since": None,
+                "load_lo": np.nan, "load_hi": np.nan, "cpus": None}
+    per_run = walls.groupby(["arm", "seed"])["wall_s"].sum()
+    loads = [x[0] for e in ledger for x in (e.get("load_start"), e.get("load_end")) if x]
+    return {"core_h": float(per_run.sum() / 3600), "runs": int(len(per_run)),
+            "arm_s": per_run.groupby("arm").median().round(0).to_dict(),
+            "ledger_sweeps": len(ledger), "ledger_since": min((e["finished"] for e in ledger), default=None),
+            "load_lo": float(min(loads)) if loads else np.nan, "load_hi": float(max(loads)) if loads else np.nan,
+            "cpus": max((e.get("cpus") or 0 for e in ledger), default=None) or None}
+
+
 def verdict(diff: float, p_holm: float, alpha: float = 0.05) -> str:
     """A primary comparison's word: ``win`` (a above b) or ``loss`` when Holm's p < ``alpha``, else
     ``tie`` (not distinguishable at this n; a tie is not evidence of equality); ``—`` without data."""

@@ -85,6 +85,47 @@ def society_primary(scale: str) -> str:
                       "Holm p"], lines)
 
 
+def study_grounding_one_seed(scale: str) -> str:
+    """Primary comparison 6 (``full`` − ``no_grounding``) again without its most extreme seed."""
+    from ..analysis.society_study import population_scores, without_most_extreme
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    pop = population_scores(rows)
+    if "full" not in pop or "no_grounding" not in pop:
+        return "no data yet"
+    r = without_most_extreme(pop["full"], pop["no_grounding"])
+    if r["seed"] is None:
+        return "fewer than 3 seeds"
+    return (f"without seed {r['seed']} (its difference {signed(r['its_diff'])}, the largest), "
+            f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds")
+
+
+def study_cost_text(scale: str) -> str:
+    """The study's wall time and load so far (:func:`lib.analysis.society_study.study_cost`)."""
+    import json
+    from ..analysis.society_study import study_cost
+    from ..sweep import LEDGER
+    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
+    folder = data_dir(scale, cfg["experiment"])
+    if not folder.is_dir():
+        return "no data yet"
+    walls = society.generation_walls(cfg, folder)
+    if len(walls):  # finished runs only (a baseline records one wall for its whole run)
+        done = {k for k, v in society.shard_status(cfg, folder).items() if v == cfg["generations"] - 1}
+        walls = walls[[f"{a}_s{s}" in done for a, s in zip(walls["arm"], walls["seed"])]]
+    ledger_file = folder / LEDGER
+    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines() if x.strip()] if ledger_file.exists() else []
+    c = study_cost(walls, ledger)
+    spent = f"{c['core_h']:.1f} core-hours" if c["core_h"] >= 1 else f"{c['core_h'] * 60:.0f} core-minutes"
+    text = f"{spent} in {c['runs']} finished runs (one thread each)"
+    if c["ledger_sweeps"]:
+        text += (f"; the {c['ledger_sweeps']} sweeps logged since {c['ledger_since'][:10]} ran at a 1-minute "
+                 f"load average of {c['load_lo']:.1f}–{c['load_hi']:.1f} on {c['cpus']} CPUs")
+    return text
+
+
 TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
                                            "society-primary": society_primary}
-VALUES: dict[str, Callable[[str], str]] = {}
+VALUES: dict[str, Callable[[str], str]] = {"study-grounding-one-seed": study_grounding_one_seed,
+                                           "study-cost": study_cost_text}
