@@ -42,7 +42,7 @@ def test_every_table_and_value_name_is_used_by_a_committed_file():
     from lib.core.paths import REPO_ROOT
     text = "".join((REPO_ROOT / f).read_text() for f in tables.FILES)
     used = set(tables.marked_names(text))
-    assert set(tables.TABLES) | set(tables.VALUES) <= used, sorted(set(tables.TABLES) | set(tables.VALUES) - used)
+    assert set(tables.TABLES) | set(tables.VALUES) <= used, sorted((set(tables.TABLES) | set(tables.VALUES)) - used)
 
 
 def test_verdict_words_follow_holm_p_and_sign():
