@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from ..methods.operators import founder_family
-from .diagnostics import (AGENT, RUN, agents_wide, arms_in, founders_arm, is_baseline, paired_over_seeds,
-                          parents_table)
-from .stats import holm, paired_permutation_test, sign_flip_ci, paired_differences
+from .diagnostics import (AGENT, RUN, _founder_family_points, _over_seeds, agents_wide, arms_in, ci_over_seeds,
+                          founders_arm, inheritance_fidelity, is_baseline, paired_over_seeds, parents_table,
+                          population_metric, recombination_gain, selection_differential)
+from .stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci, paired_differences
 
 REGION = "novel"
 REFERENCE = "full"
@@ -313,3 +314,203 @@ def primary_comparisons(rows: pd.DataFrame, families) -> pd.DataFrame:
     table = pd.DataFrame(out)
     table["p_holm"] = holm(table["p"].to_numpy())
     return table
+
+
+# ----------------------------------------------------------------------------- the first run's account (docs/results.md)
+
+
+def bounded_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
+    """:func:`lib.analysis.diagnostics.ci_over_seeds` for accuracies: per group of ``by``, ``n`` seeds,
+    the mean over seeds of the per-seed means and its 95 % CI (t, within [0, 1])
+    (:func:`lib.analysis.stats.bounded_t_ci`) ``lo, hi``."""
+    return _over_seeds(points, by, value, lambda x: dict(zip(("mean", "lo", "hi"), bounded_t_ci(x))),
+                       ["mean", "lo", "hi"])
+
+
+def testbed_families(rows: pd.DataFrame, families, region: str = REGION) -> pd.DataFrame:
+    """The test-bed at generation 0, per family (and ``"overall"``, the base only): the bare base on
+    test (``base``) and on the family's ``region`` (``base_region``), both means over seeds of the
+    seed's test pool; the founders specialising in the family on it, ``specialists`` with its 95 % CI
+    (t, within [0, 1]) ``lo, hi``; the other founders on it (``others``); ``n`` seeds."""
+    base = base_scores(rows, ["overall", *families, *(f"{f}_{region}" for f in families)])
+    pts = _founder_family_points(rows, families)
+    out = []
+    for f in families:
+        g = pts[pts["family"] == f].dropna(subset=["specialists"])
+        m, lo, hi = bounded_t_ci(g["specialists"]) if len(g) else (np.nan, np.nan, np.nan)
+        out.append({"family": f, "n": len(g), "base": base[f].mean(), "base_region": base[f"{f}_{region}"].mean(),
+                    "specialists": m, "lo": lo, "hi": hi, "others": float(g["others"].mean())})
+    out.append({"family": "overall", "n": int(base["overall"].notna().sum()), "base": base["overall"].mean(),
+                "base_region": np.nan, "specialists": np.nan, "lo": np.nan, "hi": np.nan, "others": np.nan})
+    return pd.DataFrame(out, columns=["family", "n", "base", "base_region", "specialists", "lo", "hi", "others"])
+
+
+def method_summary(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Fig. 3f on the whole test (``overall``), one row per method of :func:`method_scores`: the
+    summary of :func:`comparison` (``accuracy``; − ``full``: ``n, mean, lo, hi, p``; the cost), with
+    the accuracy's 95 % CI (t, within [0, 1]) ``acc_lo, acc_hi``, the method − the bare base paired by
+    seed (``base_mean, base_lo, base_hi`` (sign-flip inversion), ``base_p``) and, for the one-shot
+    merges, ``val``: the mean val accuracy :func:`best_one_shot` picks the best merge on."""
+    scores = method_scores(rows, families)
+    overall = scores[scores["metric"] == "overall"]
+    _, summ = comparison(rows, families, walls)
+    summ = summ[summ["metric"] == "overall"].drop(columns="metric")
+    acc = bounded_over_seeds(overall, ["method"]).set_index("method")
+    summ = summ.join(acc[["lo", "hi"]].rename(columns={"lo": "acc_lo", "hi": "acc_hi"}), on="method")
+    cols = ["base_mean", "base_lo", "base_hi", "base_p"]
+    if BASE in set(overall["method"]):
+        _, vb = paired_differences(overall, group="method", reference=BASE)
+        summ = summ.join(vb.set_index("method")[["mean", "lo", "hi", "p"]].set_axis(cols, axis=1), on="method")
+    else:
+        summ = summ.assign(**dict.fromkeys(cols, np.nan))
+    val = best_one_shot(rows)[1] if rows["arm"].isin(ONE_SHOT).any() else pd.Series(dtype=float)
+    return summ.assign(val=summ["method"].map(val)).reset_index(drop=True)
+
+
+def population_difference(rows: pd.DataFrame, metric: str, arm: str, reference: str) -> pd.Series:
+    """``arm`` − ``reference`` on a population metric (``consensus_acc``, ...: the mean over its rows
+    of an (arm, seed, generation)) at the last generation, paired by seed: ``n, mean, lo, hi``
+    (95 % CI, sign-flip inversion), ``p`` (:func:`lib.analysis.stats.paired_differences`)."""
+    last = last_generation(population_metric(rows, metric))
+    _, s = paired_differences(last[last["arm"].isin([arm, reference])], group="arm", reference=reference)
+    if s.empty:
+        raise ValueError(f"no seed has {metric!r} of both {arm!r} and {reference!r}")
+    return s.iloc[0][["n", "mean", "lo", "hi", "p"]]
+
+
+def retention_summary(rows: pd.DataFrame, families, arm: str = REFERENCE, region: str = REGION) -> pd.DataFrame:
+    """S3h in one row per family (:func:`skill_retention`, :func:`retention_gaps`): ``arm``'s
+    population mean on the family's ``region`` at generation 0 (``founders``: all of them), 1 (the
+    first bred generation, ``first``) and its last (``last``), means over seeds; the ``best founder``
+    (mean over seeds); ``arm``'s best agent (an oracle pick on test) − the best founder at the last
+    generation, paired by seed: ``n, gap, lo, hi`` (95 % CI, sign-flip inversion), ``p``; and the same
+    gap of :data:`MULTITASK` (``multitask_gap``; NaN without it)."""
+    pts, refs = skill_retention(rows, families, region)
+    pop = ci_over_seeds(pts[(pts["arm"] == arm) & (pts["statistic"] == "mean")], ["family", "generation"])
+    pop = pop.set_index(["family", "generation"])["mean"]
+    last = int(pts.loc[pts["arm"] == arm, "generation"].max())
+    best = ci_over_seeds(refs[refs["reference"] == "best founder"], ["family"]).set_index("family")["mean"]
+    gaps = retention_gaps(rows, families, region)
+    gaps = gaps[gaps["statistic"] == "best"].set_index(["arm", "family"])
+    out = []
+    for f in families:
+        g = gaps.loc[(arm, f)] if (arm, f) in gaps.index else pd.Series(dtype=float)
+        out.append({"family": f, "founders": pop.get((f, 0), np.nan), "first": pop.get((f, 1), np.nan),
+                    "last": pop.get((f, last), np.nan), "best founder": best.get(f, np.nan),
+                    "n": g.get("n", np.nan), "gap": g.get("mean", np.nan), "lo": g.get("lo", np.nan),
+                    "hi": g.get("hi", np.nan), "p": g.get("p", np.nan),
+                    "multitask_gap": gaps["mean"].get((MULTITASK, f), np.nan)})
+    return pd.DataFrame(out)
+
+
+def first_generation_loss(rows: pd.DataFrame, families, generation: int = 1,
+                          region: str = REGION) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`skill_loss` at one ``generation`` (default: the first bred one, the founders' children).
+
+    Returns ``(levels, steps)``: ``levels`` per (arm, family): ``n`` seeds and the means over seeds of
+    the per-seed means of ``parent_a``, ``parent_b`` (the parents in pair order), ``better``,
+    ``worse`` (the pair's higher and lower), ``parents`` (their mean), ``merge`` and ``child``;
+    ``steps`` per (arm, family, step of :data:`STEPS`): ``n, mean, lo, hi`` (95 % CI, sign-flip
+    inversion), ``p``."""
+    pts, _ = skill_loss(rows, families, region)
+    pts = pts[pts["generation"] == generation]
+    pts = pts.assign(better=np.fmax(pts["parent_a"], pts["parent_b"]), worse=np.fmin(pts["parent_a"], pts["parent_b"]),
+                     parents=(pts["parent_a"] + pts["parent_b"]) / 2)
+    cols = ["parent_a", "parent_b", "better", "worse", "parents", "merge", "child"]
+    per_seed = pts.groupby(["arm", "family", "seed"])[cols].mean()
+    levels = per_seed.groupby(["arm", "family"]).mean().join(
+        per_seed.groupby(["arm", "family"]).size().rename("n")).reset_index()
+    long = pts.melt(id_vars=AGENT + ["family"], value_vars=list(STEPS), var_name="step", value_name="diff")
+    return levels[["arm", "family", "n", *cols]], paired_over_seeds(long, ["arm", "family", "step"])
+
+
+def founder_selection(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Which founders become parents, per (arm, family) at generation 0 of every society arm (not a
+    baseline): ``val`` (the family's founders' mean ``val_overall``: per seed, then the mean over
+    seeds), ``selected`` (how many of the family's founders were selected as parents, over all seeds),
+    ``slots`` (how many were selected in all: the arm's parent slots of generation 0) and ``n`` seeds."""
+    w = agents_wide(rows, ["val_overall"])
+    w = w[(w["generation"] == 0) & ~w["arm"].map(is_baseline)]
+    w = w.assign(family=[founder_family(families, a) for a in w["agent"]], selected=w["selected"].astype(int))
+    val = w.groupby(["arm", "family", "seed"])["val_overall"].mean().groupby(["arm", "family"]).mean()
+    out = pd.DataFrame({"val": val, "selected": w.groupby(["arm", "family"])["selected"].sum()}).reset_index()
+    out = out.join(w.groupby("arm")["selected"].sum().rename("slots"), on="arm")
+    out = out.join(w.groupby("arm")["seed"].nunique().rename("n"), on="arm")
+    out = out.sort_values(["arm", "family"], key=_ranks(arms_in(w), families))
+    return out.reset_index(drop=True)[["arm", "family", "n", "val", "selected", "slots"]]
+
+
+def generalist_summary(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """S3j per arm (:func:`generalists`) and, first, :data:`FOUNDERS` (generation 0 of
+    :func:`lib.analysis.diagnostics.founders_arm`): ``n`` seeds, ``agents`` (population size), at the
+    last generation the mean per population of the agents above the bare base on ≥ 1 family
+    (``one``) and on ≥ 2 (``two``), ``seeds_two`` (the seeds with at least one agent above it on
+    ≥ 2), and ``most_two`` (the most agents above it on ≥ 2 in one population of any generation
+    after the founders; a baseline: its one model)."""
+    pts = generalists(rows, families)
+    last = last_generation(pts)
+    f0 = pts[(pts["arm"] == founders_arm(rows)) & (pts["generation"] == 0)]
+    parts = [(FOUNDERS, f0, pd.DataFrame(columns=pts.columns))]
+    parts += [(a, last[last["arm"] == a], pts[(pts["arm"] == a) & ((pts["generation"] >= 1) | is_baseline(a))])
+              for a in arms_in(pts)]
+    out = []
+    for name, x, later in parts:
+        one, two = x[x["k"] == 1], x[x["k"] == 2]
+        later = later[later["k"] == 2]
+        out.append({"arm": name, "n": int(one["seed"].nunique()), "agents": float(one["agents"].mean()),
+                    "one": float(one["count"].mean()), "two": float(two["count"].mean()),
+                    "seeds_two": int((two["count"] > 0).sum()),
+                    "most_two": float(later["count"].max()) if len(later) else np.nan})
+    return pd.DataFrame(out)
+
+
+def operator_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """S3d–S3f per society arm, over the breeding generations, each a mean over seeds with its 95 % CI
+    (t): the selection differential on test and val (``sel_test``, ``sel_val`` with ``_lo, _hi``:
+    :func:`lib.analysis.diagnostics.selection_differential`); the recombination gain on val and the
+    shares of screenings won by the plain average and tied (``gain``, ``plain_share``, ``tie_share``
+    and their ``_lo, _hi``: :func:`lib.analysis.diagnostics.recombination_gain`); the mutation load,
+    child − source on test (``load``, ``load_lo``, ``load_hi``:
+    :func:`lib.analysis.diagnostics.inheritance_fidelity`, pooled over generations); ``n`` seeds."""
+    _, sel = selection_differential(rows)
+    _, gain = recombination_gain(rows)
+    pts, _ = inheritance_fidelity(rows)
+    load = ci_over_seeds(pts, ["arm"], "diff")
+    arms = [a for a in arms_in(rows) if not is_baseline(a)]
+    out = pd.DataFrame({"arm": arms})
+    for m in ("test", "val"):
+        s = sel[sel["metric"] == m].set_index("arm")[["mean", "lo", "hi"]]
+        out = out.join(s.set_axis([f"sel_{m}", f"sel_{m}_lo", f"sel_{m}_hi"], axis=1), on="arm")
+    out = out.join(gain.set_index("arm").drop(columns=["n", "children"]), on="arm")
+    out = out.join(load.set_index("arm")[["mean", "lo", "hi"]].set_axis(["load", "load_lo", "load_hi"], axis=1), on="arm")
+    n = rows[rows["arm"].isin(arms)].groupby("arm")["seed"].nunique()
+    return out.assign(n=out["arm"].map(n))
+
+
+def breeding_skill(rows: pd.DataFrame, families, family: str, region: str = REGION) -> pd.DataFrame:
+    """How each society arm's way of breeding treats ``family``'s ``region`` skill: at the first bred
+    generation (:func:`first_generation_loss`) the parents' mean, the merge, ``merge − parents'
+    mean`` (``gain, gain_lo, gain_hi``: sign-flip), the child and ``child − merge`` (``loss, loss_lo,
+    loss_hi``); the population mean on it at generations 1, 2 and the last (``pop_1``, ``pop_2``,
+    ``pop_last``, :func:`skill_retention`); at the last generation the mean per population of the
+    agents above the bare base on ≥ 1 family (``above``, :func:`generalists`); ``n`` seeds."""
+    levels, steps = first_generation_loss(rows, families, region=region)
+    levels = levels[levels["family"] == family].set_index("arm")
+    steps = steps[steps["family"] == family].set_index(["arm", "step"])
+    pts, _ = skill_retention(rows, families, region)
+    mine = pts[(pts["family"] == family) & (pts["statistic"] == "mean")]
+    pop = ci_over_seeds(mine, ["arm", "generation"]).set_index(["arm", "generation"])["mean"]
+    pop_last = ci_over_seeds(last_generation(mine), ["arm"]).set_index("arm")["mean"]
+    gen = generalists(rows, families)
+    above = ci_over_seeds(last_generation(gen[gen["k"] == 1]), ["arm"], "count").set_index("arm")["mean"]
+    out = []
+    for a in [a for a in arms_in(rows) if not is_baseline(a)]:
+        row = {"arm": a, "n": levels["n"].get(a, np.nan), "parents": levels["parents"].get(a, np.nan),
+               "merge": levels["merge"].get(a, np.nan), "child": levels["child"].get(a, np.nan)}
+        for name, step in (("gain", STEPS[0]), ("loss", STEPS[2])):
+            s = steps.loc[(a, step)] if (a, step) in steps.index else pd.Series(dtype=float)
+            row.update({name: s.get("mean", np.nan), f"{name}_lo": s.get("lo", np.nan), f"{name}_hi": s.get("hi", np.nan)})
+        row.update({"pop_1": pop.get((a, 1), np.nan), "pop_2": pop.get((a, 2), np.nan),
+                    "pop_last": pop_last.get(a, np.nan), "above": above.get(a, np.nan)})
+        out.append(row)
+    return pd.DataFrame(out)
