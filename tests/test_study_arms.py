@@ -3,14 +3,16 @@ selection pool — each checked on fake agents or small tensors, and their confi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from lib.core.config import ConfigError, load_yaml
+from lib.core.paths import config_path
 from lib.llm import generation as step
-from lib.llm import pools
+from lib.llm import pools, society
 from lib.llm.merge import inherit_merge
 from lib.llm.lora import publish_factors
 from lib.llm.settings import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
@@ -228,3 +230,35 @@ def test_a_run_still_in_progress_enters_no_comparison():
     assert set(zip(done.arm, done.seed)) == {("full", 0)}
     pop = population_scores(done)
     assert list(pop.index) == [0] and pop.loc[0, "full"] == pytest.approx(0.7)
+
+
+def test_a_run_config_is_checked_and_hashed_once_at_the_door(monkeypatch):
+    """run_experiment freezes the config once (RunConfig.of); below it nothing re-validates or re-hashes."""
+    from lib.core import config as core_config_mod
+    from lib.core.config import ConfigError, Frozen, config_hash
+    from lib.llm import settings
+    from lib.llm.settings import RunConfig, core_config, validate_config
+    raw = load_yaml(config_path("society_study", "smoke"))
+    rc = RunConfig.of(raw)
+    assert rc.hash == config_hash(core_config(validate_config(raw)))  # the same identity as a plain dict's
+    assert RunConfig.of(rc) is rc and validate_config(rc.cfg) is rc.cfg
+    with pytest.raises(TypeError):
+        rc.cfg["agents"] = 3  # frozen
+    calls = {"validate": 0, "hash": 0}
+    real_validate, real_hash = settings.validate, core_config_mod.hashlib.sha256
+
+    def counting_validate(*a, **k):
+        calls["validate"] += 1
+        return real_validate(*a, **k)
+
+    def counting_hash(*a, **k):
+        calls["hash"] += 1
+        return real_hash(*a, **k)
+    monkeypatch.setattr(settings, "validate", counting_validate)
+    monkeypatch.setattr(core_config_mod.hashlib, "sha256", counting_hash)
+    for _ in range(5):
+        config_hash(rc.core), validate_config(rc.cfg), society.data_complete(rc, Path("/nonexistent"))
+    assert calls == {"validate": 0, "hash": 0}
+    assert isinstance(rc.cfg, Frozen) and dict(rc.cfg) == validate_config(raw)
+    with pytest.raises(ConfigError, match="agents"):
+        RunConfig.of({**raw, "agents": "six"})

@@ -143,6 +143,31 @@ def from_namespace(namespace: Mapping[str, Any], keys: list[str] | tuple[str, ..
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
-    """SHA-256 (first 16 hex digits) of the canonical JSON of ``cfg`` — identifies a run's config."""
+    """SHA-256 (first 16 hex digits) of the canonical JSON of ``cfg`` — identifies a run's config. A
+    :class:`Frozen` config carries its hash, computed once when it was frozen."""
+    if isinstance(cfg, Frozen):
+        return cfg.hash
     blob = json.dumps(cfg, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class Frozen(Mapping):
+    """A checked config that can no longer change: a read-only mapping (``dict(frozen)`` gives a
+    copy) whose :func:`config_hash` is computed once, here. Made at a runner's door, so the code
+    below it never re-validates or re-hashes the config it was given."""
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self._d = dict(cfg)
+        self.hash = config_hash(self._d)
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return f"Frozen({self._d!r})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import Field, validate
+from ..core.config import Field, Frozen, validate
 from ..core.errors import DataMismatchError, DeviceError
 from ..core.paths import DATA, REPO_ROOT, runs_dir
 from ..methods.operators import ADDED_ARMS, STUDY_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
@@ -443,5 +443,33 @@ def _checks(cfg: dict) -> list[str]:
 
 
 def validate_config(cfg: dict) -> dict:
-    """The complete, checked config (raises ``ConfigError`` naming every problem)."""
+    """The complete, checked config (raises ``ConfigError`` naming every problem); a config frozen at
+    a runner's door (:class:`RunConfig`) was checked there and is returned as it is."""
+    if isinstance(cfg, Frozen):
+        return cfg
     return validate(cfg, SCHEMA, _checks)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One society run's config, checked and hashed once at the door (:meth:`of`) and passed down as
+    this one object: ``cfg`` the complete config (read-only, :class:`lib.core.config.Frozen`),
+    ``settings`` its typed view, ``core`` what the data means (:func:`core_config`, frozen: its hash
+    is the data folder's identity, :attr:`hash`)."""
+
+    cfg: Frozen
+    settings: Settings
+    core: Frozen
+
+    @property
+    def hash(self) -> str:
+        return self.core.hash
+
+    @classmethod
+    def of(cls, cfg: "dict | RunConfig") -> "RunConfig":
+        """Validate ``cfg`` (a user error names every bad key) and freeze it; a ``RunConfig`` is returned
+        as it is."""
+        if isinstance(cfg, RunConfig):
+            return cfg
+        c = Frozen(validate_config(cfg))
+        return cls(cfg=c, settings=Settings.of(c), core=Frozen(core_config(c)))

@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.config import config_hash
 from ..core.manifest import check_resumable, now, read_manifest, write_manifest
 from ..core.paths import data_dir
 from ..core.locks import shard_locks
@@ -48,7 +47,7 @@ from .batched import Job, check_trainer, train_loras
 from .lora import copy_adapter, load_adapter, remove_all
 from .merge import inherit_merge
 from .pools import founder_seed, founder_tasks, pools_for
-from .settings import (SCHEMA, Settings, adapters_root, arm_settings, base_dtype, check_device, check_dtype,  # noqa: F401
+from .settings import (SCHEMA, RunConfig, Settings, adapters_root, arm_settings, base_dtype, check_device, check_dtype,  # noqa: F401
                        arm_runs, core_config, loaded_dtype, merge_method, parse_arm, resolve_arm, runs_of, seed_list,
                        validate_config)
 from .timing import PhaseClock, PhaseTimer
@@ -235,11 +234,12 @@ def _drop_generation(dirs: list[Path]) -> None:
             d.rmdir()
 
 
-def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
+def run_baseline_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
                        progress=None, timer: PhaseTimer | None = None, trainer: str = "batched") -> list[float]:
     """One baseline on one seed's founders (:mod:`lib.llm.baselines`): its rows at the last
     generation (agent 0), written at once; its wall seconds go to the progress file."""
-    s = Settings.of(cfg)
+    rc = RunConfig.of(cfg)
+    cfg, s = rc.cfg, rc.settings
     shard = shard_path(folder, arm, seed)
     done = resume_shard(shard, "generation")
     if done is not None:
@@ -284,7 +284,7 @@ def run_baseline_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, ve
     return [wall]
 
 
-def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
+def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
               interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None,
               engine: str = "auto", trainer: str = "batched") -> list[float]:
     """Run (or resume) one (arm, seed) of the society; returns the wall seconds of each generation run.
@@ -297,10 +297,11 @@ def run_shard(base, cfg: dict, arm: str, seed: int, *, folder: Path, verifier: V
     rounding, see :mod:`lib.llm.folded`); ``trainer``: how founders and children are trained
     (:func:`lib.llm.batched.train_loras`, recorded in the progress file).
     """
+    rc = RunConfig.of(cfg)  # checked and hashed once, here or at run_experiment
     if is_baseline(arm):
-        return run_baseline_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, progress=progress,
+        return run_baseline_shard(base, rc, arm, seed, folder=folder, verifier=verifier, progress=progress,
                                   timer=timer, trainer=trainer)
-    s, a = Settings.of(cfg), resolve_arm(cfg, arm)
+    cfg, s, a = rc.cfg, rc.settings, resolve_arm(rc.cfg, arm)
     s = replace(s, n_inherit=a.n_inherit, epochs=a.epochs)  # the arm's children's budget
     pools = pools_for(s, seed)
     rows = RowWriter(s.experiment, arm, seed)
@@ -445,12 +446,13 @@ def shard_done(cfg: dict) -> bool:
     return all(v is not None and v >= cfg["generations"] - 1 for v in shard_status(cfg).values())
 
 
-def data_complete(cfg: dict, folder: Path | None = None) -> bool:
+def data_complete(cfg: dict | RunConfig, folder: Path | None = None) -> bool:
     """True when ``folder`` holds this config's data (same core config) with every shard finished."""
-    cfg = validate_config(cfg)
+    rc = RunConfig.of(cfg)
+    cfg = rc.cfg
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     m = read_manifest(folder)
-    if m is None or m.get("config_hash") != config_hash(core_config(cfg)):
+    if m is None or m.get("config_hash") != rc.hash:
         return False
     return all(v == cfg["generations"] - 1 for v in shard_status(cfg, folder).values())
 
@@ -464,7 +466,7 @@ def load_rows(cfg: dict, folder: Path | None = None) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
-def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Verifier = verify,
+def run_experiment(cfg: dict | RunConfig, *, folder: str | Path | None = None, verifier: Verifier = verify,
                    interrupt_after: int | None = None, base=None, timer: PhaseTimer | None = None,
                    engine: str = "auto", trainer: str = "batched") -> pd.DataFrame:
     """Run every (arm, seed) of ``cfg`` (resuming finished generations); return its tidy rows.
@@ -476,11 +478,11 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     """
     from tqdm.auto import tqdm
     from .models import base_identity, load_base
-    cfg = validate_config(cfg)
+    rc = RunConfig.of(cfg)  # the door: checked and hashed once; everything below gets rc (or rc.cfg)
+    cfg, core = rc.cfg, rc.core
     check_device(cfg)
     check_trainer(trainer)
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
-    core = core_config(cfg)
     check_resumable(folder, core)
     m = read_manifest(folder)
     started = m["started"] if m else now()
@@ -490,7 +492,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
     dtype = (m or {}).get("dtype")  # the base's dtype as resolved by the runs that wrote the rows
 
     def extra() -> dict:
-        return {"run_config": cfg, "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),
+        return {"run_config": dict(cfg), "shards": shard_status(cfg, folder), "seeds": seed_list(cfg),
                 "trainers": shard_trainers(cfg, folder),
                 "base_model": base_identity(cfg["base_model"]), **({"dtype": dtype} if dtype else {}),
                 "note": "config/config_hash describe the data (arms and seeds excluded); "
@@ -517,7 +519,7 @@ def run_experiment(cfg: dict, *, folder: str | Path | None = None, verifier: Ver
             base = load_base(cfg["base_model"], dtype=resolved)
         with tqdm(total=todo, desc=f"{cfg['experiment']} ({cfg['scale']})", unit="gen") as bar:
             for arm, seed in runs_of(cfg):
-                run_shard(base, cfg, arm, seed, folder=folder, verifier=verifier, interrupt_after=interrupt_after,
+                run_shard(base, rc, arm, seed, folder=folder, verifier=verifier, interrupt_after=interrupt_after,
                           progress=bar, timer=timer, engine=engine, trainer=trainer)
                 write_manifest(folder, core, started=started, wall_s=prev_wall + time.time() - t0,
                                status="running", extra=extra())
