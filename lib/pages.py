@@ -18,7 +18,16 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block data_png scoped %}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}"
+{%- set width=output | get_metadata('width', 'image/png') -%}
+{%- if width is not none %} width={{ width | escape_html }}{%- endif %}
+ alt="{{ ((output | get_metadata('alt', 'image/png')) or 'a figure') | escape_html }}">
+</div>
+{%- endblock data_png %}
 """
+DEFAULT_ALT = "No description has been provided for this image"  # nbconvert's, for an image without one
 
 DISPLAY_FIG = re.compile(r"\bdisplay\(fig\)")
 SHOW_SAVED = re.compile(r"\bshow_saved\(")
@@ -37,11 +46,58 @@ def render(executed: Path, out: Path, title: str) -> Path:
     return render_node(nbformat.read(executed, as_version=4), out, title)
 
 
+def _heading(source: str) -> str:
+    """A Markdown cell's first heading (``## Fig. 1a — …`` → ``Fig. 1a — …``) and the first sentence
+    after it, as plain text; ``""`` when it has neither."""
+    lines = [ln.strip() for ln in source.splitlines()]
+    head = next((ln.lstrip("#").strip() for ln in lines if ln.startswith("#")), "")
+    body = " ".join(ln for ln in lines if ln and not ln.startswith("#"))
+    first = re.split(r"(?<=[.])\s", body, maxsplit=1)[0] if body else ""
+    text = ". ".join(t for t in (head, first) if t)
+    return " ".join(text_of(re.sub(r"[*`]", "", text)).split())[:400]
+
+
+def describe_images(nb) -> int:
+    """Give every PNG output of an executed notebook (``nbformat`` node) an alt text where it has none
+    (``metadata["image/png"]["alt"]``): the caption shown just before it in the same cell
+    (``show_saved``: ``**name** — caption``), else the heading and first sentence of the Markdown cell
+    above (numbered when a cell shows several figures). Returns how many it described."""
+    heading, added = "", 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heading = _heading("".join(cell.source)) or heading
+            continue
+        if cell.cell_type != "code":
+            continue
+        pngs = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        caption, k = "", 0
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if "text/markdown" in data:
+                caption = " ".join(text_of(re.sub(r"[*`]", "", "".join(data["text/markdown"]))).split())
+            if "image/png" not in data:
+                continue
+            k += 1
+            meta = o.setdefault("metadata", {}).setdefault("image/png", {})
+            if meta.get("alt"):
+                caption = ""
+                continue
+            which = f"Figure {k} of {len(pngs)}" if len(pngs) > 1 else "Figure"
+            meta["alt"] = caption or (f"{which} under “{heading}”" if heading else f"{which} of this notebook")
+            caption, added = "", added + 1
+    return added
+
+
 def render_node(nb, out: Path, title: str) -> Path:
-    """Render an executed notebook (an ``nbformat`` node) to the offline page ``out``."""
+    """Render an executed notebook (an ``nbformat`` node) to the offline page ``out``; every image
+    gets an alt text (:func:`describe_images`)."""
+    import copy
+
     import jinja2
     from nbconvert import HTMLExporter
 
+    nb = copy.deepcopy(nb)
+    describe_images(nb)
     nb.metadata["title"] = title
     # Outputs' images are embedded by the template itself. embed_images=True would also embed Markdown
     # images, but it re-parses every inline HTML tag alone and so empties <sub>…</sub> (nbconvert 7.17).
@@ -117,11 +173,18 @@ def code_cells(page: str) -> list[str]:
     return [c for c in _cells(page) if c.startswith('<div class="jp-Cell jp-CodeCell')]
 
 
+IMG_ALT = re.compile(r"<img\b[^>]*?\balt=\"([^\"]*)\"", re.I)
+
+
 def page_problems(page: str) -> list[str]:
     """What keeps a rendered page (HTML text) from standing alone offline with every figure: a script,
     style sheet, image or frame fetched from a URL, a figure cell with fewer embedded PNGs than the
-    figures it shows, TeX maths in a Markdown cell."""
+    figures it shows, TeX maths in a Markdown cell, an image without a real alt text."""
     problems = [f"fetches {m.group(0)[:80]!r}" for m in REMOTE.finditer(page)]
+    bare = sum(1 for m in re.finditer(r"<img\b[^>]*>", page, re.I)
+               if not IMG_ALT.search(m.group(0)) or IMG_ALT.search(m.group(0)).group(1).strip() in ("", DEFAULT_ALT))
+    if bare:
+        problems.append(f"{bare} image(s) without an alt text")
     problems += [f"style sheet fetches {m.group(0)!r}" for m in REMOTE_CSS.finditer(page)]
     problems += [f"an image it does not embed: {m.group(0)[:80]!r}" for m in NOT_EMBEDDED.finditer(page)
                  if not REMOTE.match(m.group(0))]

@@ -74,7 +74,7 @@ def test_the_checks_catch_a_figure_shown_as_text_a_fetched_script_and_raw_tex(tm
     assert any("TeX maths" in p for p in pages.page_problems(pages.render_node(tex, tmp_path / "tex.html", "t").read_text()))
     html = ('<html><script src="https://cdnjs.cloudflare.com/x.js"></script><link href="//fonts.example/a.css">'
             '<img alt="" src="fig1a.png"></html>')
-    assert len(pages.page_problems(html)) == 3
+    assert len(pages.page_problems(html)) == 4  # the script, the style sheet, the image not embedded, its empty alt
 
 
 def test_a_panel_whose_data_is_absent_at_this_scale_may_say_so_instead(tmp_path):

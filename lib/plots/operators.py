@@ -15,6 +15,7 @@ from ..analysis import stats
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
 from ..methods.operators import select_parents
+from . import style
 from .style import (REFERENCE_GREY, Panel, colour, line_kw, mean_curve, paired_difference_panel, repo_path,
                     save_panels)
 
@@ -44,8 +45,10 @@ def conformity_vs_fitness(agents: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(3.4, 3.0))
     ax.scatter(agents["fitness"], agents["conformity"], s=10, alpha=0.5, color=REFERENCE_GREY, lw=0)
     r = np.corrcoef(agents["fitness"], agents["conformity"])[0, 1]
-    ax.set(xlabel="verifier fitness", ylabel="conformity (agreement with consensus)",
-           title=f"Conformity tracks fitness (r = {r:.2f})")
+    n, pops = len(agents), agents["seed"].nunique()
+    ax.set(xlabel="verifier fitness", ylabel="conformity (agreement with consensus)")
+    ax.set_title(f"Conformity tracks fitness: Pearson r = {r:.2f}\nn = {n} agents of {pops} populations "
+                 "(one dot each; no interval)", fontsize=8)
     lim = [0, 1]
     ax.plot(lim, lim, color="0.7", lw=0.8, ls="--")
     return fig
@@ -139,7 +142,9 @@ def consensus_vs_mean(agents: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(3.4, 3.0))
     ax.scatter(per["mean_fitness"], per["consensus_acc"], color=REFERENCE_GREY, s=16)
     ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
-    ax.set(xlabel="mean agent fitness", ylabel="consensus accuracy", title="Consensus vs the average agent")
+    ax.set(xlabel="mean agent fitness", ylabel="consensus accuracy")
+    ax.set_title(f"Consensus vs the average agent\nn = {len(per)} populations (one dot each; no interval; "
+                 "dashed: equal)", fontsize=8)
     return fig
 
 
@@ -202,6 +207,12 @@ PANELS = [
     Panel("S1b_quality_diversity_tradeoff", lambda d: tradeoff(d["selection"]),
           "Mean fitness against mean pairwise distance of the parents: QD at each λ (labelled), top-P"),
 ]
+
+
+def draw_panel(name: str, data: dict):
+    """The saved panel ``name`` of :data:`PANELS` drawn from ``data`` (:func:`load_data`) exactly as
+    :func:`draw_all` saves it: what notebook 01 shows under that name."""
+    return style.draw_panel(PANELS, name, data)
 
 
 def draw_all(scale: str) -> list[str]:

@@ -2,12 +2,15 @@
 
 Rows (``lib.llm.society.COLUMNS``): one per (arm, seed, generation, agent, metric). The population's
 accuracy at a generation is the mean over its agents; seeds are the unit of replication: bands and
-error bars of a mean over seeds are its 95 % CI (t), those of a paired difference arm − reference on
-the same seeds its 95 % CI (sign-flip inversion) (unbounded, so not drawn, with fewer than 6 seeds).
-Baseline arms (``baseline_…``: one model, no generations) are left out of every trajectory. The
-society against the field's merge methods (Fig. 3f), skill retention, skill loss and generalists
-(S3h–S3j) live in :mod:`lib.plots.society_results`, the operators' diagnostics (S3c–S3g) in
+error bars of a mean over seeds are its 95 % CI (t) cut to [0, 1] (every metric here is a rate), those
+of a paired difference arm − reference on the same seeds its 95 % CI (sign-flip inversion) (unbounded,
+so not drawn, with fewer than 6 seeds). The reference ``full`` is drawn last, on top and thicker; the
+bare base's accuracy, where recorded, as a grey dash-dotted line. Baseline arms (``baseline_…``: one
+model, no generations) are left out of every trajectory. The society against the field's merge methods
+(Fig. 3f, with S3k–S3m), skill retention, skill loss and generalists (S3h–S3j) live in
+:mod:`lib.plots.society_results`, the operators' diagnostics (S3c–S3g) in
 :mod:`lib.plots.society_diagnostics`; their panels follow this module's in :data:`PANELS`.
+:func:`draw_panel` draws any saved panel by name, as notebook 03 shows it.
 """
 from __future__ import annotations
 
@@ -21,14 +24,17 @@ from matplotlib.ticker import MaxNLocator
 
 from ..analysis.diagnostics import (PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
                                     parents_table, population_metric)
-from ..analysis.stats import SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences, t_ci
+from ..analysis.society_results import base_scores
+from ..analysis.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences,
+                              t_ci)
 from ..core.errors import DataMismatchError
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
 from ..core.rows import progress_path, read_progress, read_shard, shard_keys
 from . import society_diagnostics, society_results
-from .style import (Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path, save_panels,
-                    use_style)
+from . import style
+from .style import (REFERENCE_GREY, Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path,
+                    save_panels, use_style, within_bounds)
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
@@ -187,13 +193,24 @@ def trajectory_arms(df: pd.DataFrame) -> list[str]:
     return [a for a in arms_in(df) if not is_baseline(a)]
 
 
+REFERENCE_LW = 2.4  # the reference arm's line: drawn last, thicker, with a white halo
+
+
 def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
-    """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t))."""
-    t = mean_ci_table(d, ["arm", "generation"])
-    for a in arms:
+    """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t) cut to
+    [0, 1], every society metric being a rate); the reference ``full`` drawn last, on top, thicker."""
+    import matplotlib.patheffects as pe
+
+    t = within_bounds(mean_ci_table(d, ["arm", "generation"]))
+    for a in [a for a in arms if a != REFERENCE] + [a for a in arms if a == REFERENCE]:
         x = t[t["arm"] == a]
-        if len(x):
-            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12)
+        if not len(x):
+            continue
+        if a == REFERENCE:
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, lw=REFERENCE_LW, ms=5, zorder=6,
+                       path_effects=[pe.Stroke(linewidth=REFERENCE_LW + 2, foreground="white"), pe.Normal()])
+        else:
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, zorder=3)
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
@@ -213,8 +230,41 @@ def _seeds_text(seeds) -> str:
     return "seeds " + ", ".join(map(str, seeds))
 
 
-def _legend_right(ax, **kw) -> None:
-    ax.legend(fontsize=kw.pop("fontsize", 6.5), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+def _in_order(ax, arms):
+    """``ax``'s legend handles and labels, the arms in ``arms`` order first (the reference is drawn last
+    but listed where it belongs), everything else after in drawing order."""
+    h, lab = ax.get_legend_handles_labels()
+    rank = {a: i for i, a in enumerate(arms)}
+    order = sorted(range(len(lab)), key=lambda i: (rank.get(lab[i], len(rank)), i))
+    return [h[i] for i in order], [lab[i] for i in order]
+
+
+def _legend_right(ax, arms=(), **kw) -> None:
+    h, lab = _in_order(ax, list(arms))
+    ax.legend(h, lab, fontsize=kw.pop("fontsize", 6.5), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False, **kw)
+
+
+BASE_METRIC = {"test_overall": "overall"}  # a population metric -> its bare-base key (base_test_<key>)
+
+
+def base_level(df: pd.DataFrame, metric: str) -> tuple[float, int] | None:
+    """The bare base's mean over seeds of ``metric`` (``test_overall`` or ``test_<family>``), read from its
+    ``base_test_<key>`` rows (generation 0, agent −1: :func:`lib.analysis.society_results.base_scores`),
+    and the number of seeds; ``None`` where the rows do not record it (consensus, diversity, …)."""
+    key = BASE_METRIC.get(metric) or (metric[5:] if metric.startswith("test_") else None)
+    if key is None or f"base_test_{key}" not in set(df["metric"]):
+        return None
+    v = base_scores(df, [key])[key].dropna()
+    return (float(v.mean()), int(len(v))) if len(v) else None
+
+
+def _base_line(ax, df: pd.DataFrame, metric: str) -> None:
+    """The bare base's accuracy as a grey dash-dotted line (its legend entry names n seeds)."""
+    b = base_level(df, metric)
+    if b is not None:
+        ax.axhline(b[0], color=REFERENCE_GREY, ls="-.", lw=1.1, zorder=2,
+                   label=f"bare base (mean of {b[1]} seed{'s' if b[1] != 1 else ''})")
 
 
 def _metric_table(df: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -228,8 +278,10 @@ def draw_metric(df: pd.DataFrame, metric: str, *, ylabel: str, title: str = "", 
     use_style()
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     d = _metric_table(df, metric)
-    _curves(ax, d, trajectory_arms(d), ylabel, title or f"{_n_seeds(d)}; band: {T_CI}", band=band)
-    _legend_right(ax, fontsize=7)
+    arms = trajectory_arms(d)
+    _curves(ax, d, arms, ylabel, title or f"{_n_seeds(d)}; band: {BOUNDED_T_CI}", band=band)
+    _base_line(ax, df, metric)
+    _legend_right(ax, arms, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -252,7 +304,7 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
         if ref is not None and ref in arms:
             r = mean_ci_table(d[(d["arm"] == ref) & d["seed"].isin(seeds)], ["generation"])
             ax.plot(r["generation"], r["mean"], color="0.6", lw=1.6, zorder=1, label=f"{ref}, same seeds")
-        mean_curve(ax, mean_ci_table(mine, ["generation"]), "generation", a, band_alpha=0.2, ms=3)
+        mean_curve(ax, within_bounds(mean_ci_table(mine, ["generation"])), "generation", a, band_alpha=0.2, ms=3)
         ax.set_title(f"{a} (n = {len(seeds)})", fontsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
@@ -268,8 +320,8 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
         ax.set_ylabel(ylabel, fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("generation", fontsize=8)
-    fig.suptitle(f"{what}: mean over seeds per arm, band: {T_CI}; grey: the arm's reference on its seeds",
-                 fontsize=8.5)
+    fig.suptitle(f"{what}: mean over seeds per arm (n in each title), band: {BOUNDED_T_CI}; grey: the arm's "
+                 "reference on its seeds", fontsize=8.5)
     fig.tight_layout()
     return fig
 
@@ -287,16 +339,22 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
     _curves(a1, d, arms, ylabel)
     seeds_of = d.groupby("arm")["seed"].apply(set)
-    for a in arms:  # a reference drawn again on the seeds of a variant that has fewer
+    fewer: dict[tuple[str, frozenset], list[str]] = {}
+    for a in arms:  # the arms run on fewer seeds than their reference, grouped by (reference, seeds)
         ref = arm_reference(a, arms)
         if ref is None or ref not in seeds_of or seeds_of[a] >= seeds_of[ref]:
             continue
-        r = d[(d["arm"] == ref) & d["seed"].isin(seeds_of[a])].groupby("generation")["value"].mean()
-        a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=0.9, ls=":", zorder=1,
-                label=f"{ref}, {_seeds_text(seeds_of[a])} (as {a})")
-    a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}\ndotted: a reference on its variant's seeds",
+        fewer.setdefault((ref, frozenset(seeds_of[a])), []).append(a)
+    for (ref, seeds), who in fewer.items():  # the reference drawn again, once, on those seeds
+        r = d[(d["arm"] == ref) & d["seed"].isin(seeds)].groupby("generation")["value"].mean()
+        a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0, ls=":", zorder=2,
+                label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})")
+    _base_line(a1, df, metric)
+    a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}; no band ((b): the intervals)"
+                 + ("\ndotted: full on the seeds of the arms run on fewer" if fewer else ""),
                  fontsize=7, loc="left", pad=16)
-    a1.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    h, lab = _in_order(a1, arms)
+    a1.legend(h, lab, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     last = last_generation_table(df, metric)
     last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
@@ -311,18 +369,28 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     return fig
 
 
+def _wrap_names(names, per_line: int = 2) -> str:
+    """``a, b,\nc, d``: names joined, a line break every ``per_line`` names (legend entries stay narrow)."""
+    names = list(names)
+    return ",\n".join(", ".join(names[i:i + per_line]) for i in range(0, len(names), per_line))
+
+
 def draw_families(df: pd.DataFrame, families=None):
     """Test accuracy per task family (one sub-panel each, in the order of ``families``, the config's;
-    default: the order the rows name them), one line per arm (mean over seeds)."""
+    default: the order the rows name them), one line per arm (mean over seeds; ``full`` on top), the
+    bare base on the family as a grey dash-dotted line."""
     use_style()
     fams = list(families) if families is not None else [
         m[5:] for m in dict.fromkeys(df["metric"])
         if m.startswith("test_") and m != "test_overall" and not m.endswith(("_familiar", "_novel"))]
     arms = trajectory_arms(df)
-    fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams) + 1.2, 2.9), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams) + 1.2, 3.2), sharey=True, squeeze=False)
     for ax, f in zip(axes[0], fams):
         _curves(ax, population_metric(df, f"test_{f}"), arms, "test accuracy", f)
-    _legend_right(axes[0][-1])
+        _base_line(ax, df, f"test_{f}")
+    _legend_right(axes[0][-1], arms)
+    fig.suptitle(f"Test accuracy per family: mean over seeds ({_n_seeds(df[df['arm'].isin(arms)])}), no interval "
+                 "(Fig. 3a (b) pairs the arms by seed); grey dash-dotted: the bare base", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -452,11 +520,13 @@ _B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p
 PANELS: list[Panel] = [
     Panel("fig3a_society_test_accuracy",
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
-          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (dotted: full on "
-          "the elitism variants' seeds); (b) last generation, each arm minus its reference (full; no_grounding@e1: "
-          f"full@e1) on the same seed (dots), {_B}."),
+          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
+          "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
+          "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run) on the same "
+          f"seed (dots), {_B}."),
     Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"], data.get("families")),
-          "Held-out test accuracy per task family, per generation and arm (mean over agents and seeds)."),
+          "Held-out test accuracy per task family, per generation and arm (mean over agents, then over seeds; no "
+          "interval), full on top; grey dash-dotted: the bare base on the family."),
     Panel("fig3c_society_consensus",
           _if_metric("consensus_acc", lambda df: draw_metric_paired(df, "consensus_acc", ylabel="consensus accuracy")),
           "Accuracy of the population's modal answer on the conformity pool: (a) per generation and arm; "
@@ -465,12 +535,12 @@ PANELS: list[Panel] = [
           _if_metric("diversity_behav", lambda df: draw_metric_multiples(
               df, "diversity_behav", ylabel="behavioural diversity", what="Behavioural diversity")),
           "Mean pairwise behavioural distance between agents per generation: one panel per arm, mean over seeds "
-          f"with its {T_CI} band, the arm's reference (grey) on the same seeds."),
+          f"with its {BOUNDED_T_CI} band, the arm's reference (grey) on the same seeds."),
     Panel("fig3e_society_selected_conformity",
           lambda data: draw_metric_multiples(data["rows"], "selected_conformity", ylabel="conformity of parents",
                                              what="Conformity of the selected parents"),
           "Mean conformity (agreement with the consensus) of the agents selected as parents, per generation: one "
-          f"panel per arm, mean over seeds with its {T_CI} band, the arm's reference (grey) on the same seeds."),
+          f"panel per arm, mean over seeds with its {BOUNDED_T_CI} band, the arm's reference (grey) on the same seeds."),
     Panel("S3a_society_lineage", lambda data: draw_lineage(data["rows"]),
           "Who bred in one run (full arm, first seed): parent → child edges, selected agents in black, the "
           "ancestry of the last generation's top-scoring agent in colour."),
@@ -479,7 +549,7 @@ PANELS: list[Panel] = [
           f"{T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
           "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
           source="sweep"),
-] + society_results.PANELS + society_diagnostics.PANELS
+] + society_results.PANELS + society_results.COMPARISON_PANELS + society_diagnostics.PANELS
 
 
 def sources(data: dict) -> dict:
@@ -489,6 +559,12 @@ def sources(data: dict) -> dict:
     return {"rows": (rows, [repo_path(c) for c in data["configs"]]),
             "comparison": (rows + progress, [repo_path(c) for c in data["configs"]]),
             "sweep": ([repo_path(f) for f in data["sweep_files"]], [repo_path(c) for c in data["sweep_configs"]])}
+
+
+def draw_panel(name: str, data: dict):
+    """The saved panel ``name`` of :data:`PANELS` drawn from ``data`` (:func:`load_data`) exactly as
+    :func:`draw_all` saves it (``None`` where its data is absent): what notebook 03 shows under that name."""
+    return style.draw_panel(PANELS, name, data)
 
 
 def draw_all(scale: str) -> list[str]:

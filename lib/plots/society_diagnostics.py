@@ -17,9 +17,11 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import diagnostics as dg
-from ..analysis.stats import SIGN_FLIP_CI, T_CI, mean_ci_table
+from matplotlib.lines import Line2D
+
+from ..analysis.stats import BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, mean_ci_table
 from .style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, interval_bar, mean_curve,
-                    paired_difference_panel, use_style)
+                    paired_difference_panel, use_style, within_bounds)
 
 
 def _n_text(summ: pd.DataFrame) -> str:
@@ -127,19 +129,42 @@ def draw_founders(df: pd.DataFrame, families):
 
 
 def draw_selection_differential(df: pd.DataFrame):
-    """S3d. Selected minus not-selected agents' mean accuracy per generation, (a) on val (the
-    grounded signal selection sees) and (b) on test (data it never sees), over the breeding
-    generations (those whose selected agents have children: not the last); one line per arm, mean
-    over seeds, band: 95 % CI (t)."""
+    """S3d. Selected minus not-selected agents' mean accuracy per generation, on val (the grounded
+    signal selection sees; solid, filled) and on test (data it never sees; dashed, hollow), over the
+    breeding generations (those whose selected agents have children: not the last): small multiples,
+    one panel per arm, mean over seeds, band: 95 % CI (t)."""
     use_style()
     pts, _ = dg.selection_differential(df)
     per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
     order = _arms(pts)
-    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.1), sharey=True)
-    for ax, (m, what) in zip(axes, (("val", "(a) val accuracy"), ("test", "(b) test accuracy (never seen)"))):
-        s = per_gen[per_gen["metric"] == m]
-        _gen_lines(ax, s, order, "selected − not selected", f"{what}; {_n_text(s)}")
-    axes[1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ncol = min(4, len(order))
+    nrow = int(np.ceil(len(order) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.35 * ncol, 2.0 * nrow + 0.7), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, a in zip(axes.flat, order):
+        mine = per_gen[per_gen["arm"] == a]
+        for m, extra in (("val", {}), ("test", {"ls": "--", "mfc": "white"})):
+            x = mine[mine["metric"] == m]
+            if len(x):
+                mean_curve(ax, x, "generation", a, band_alpha=0.15, lw=1.2, ms=3, **extra)
+        ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+        ax.set_title(f"{a} (n = {int(mine['n'].max()) if len(mine) else 0})", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=7)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(order):
+            ax.set_axis_off()
+        elif k + ncol >= len(order):
+            ax.tick_params(labelbottom=True)
+            ax.set_xlabel("generation", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("selected − not selected", fontsize=8)
+    key = [Line2D([], [], color="0.3", lw=1.2, marker="o", ms=3, label="val (seen by selection)"),
+           Line2D([], [], color="0.3", lw=1.2, ls="--", marker="o", mfc="white", ms=3, label="test (never seen)")]
+    spare = [ax for k, ax in enumerate(axes.flat) if k >= len(order)]
+    (spare[0] if spare else axes.flat[0]).legend(handles=key, fontsize=7, loc="center" if spare else "best")
+    fig.suptitle(f"Selection differential per breeding generation: mean over seeds (n per panel), band: {T_CI}",
+                 fontsize=8.5)
     fig.tight_layout()
     return fig
 
@@ -159,20 +184,23 @@ def draw_recombination_gain(df: pd.DataFrame):
     ties = pts["tied"].notna().any()
     fig, axes = plt.subplots(1, 3 if ties else 2, figsize=(10.8 if ties else 7.4, 3.1))
     a1, a2 = axes[0], axes[1]
+    shares = within_bounds(summ, columns=("plain_lo", "plain_hi", "tie_lo", "tie_hi"))
     _arm_points(a1, pts, summ, "gain", order, mean="gain", lo="gain_lo", hi="gain_hi")
     a1.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     a1.set_ylabel("winner val − parents' mean val")
-    a1.set_title(f"(a) recombination gain; {_n_text(summ)}", fontsize=8, loc="left")
-    _arm_points(a2, pts, summ, "plain", order, mean="plain_share", lo="plain_lo", hi="plain_hi")
+    a1.set_title(f"(a) recombination gain; {_n_text(summ)}\ndots: seeds; marker: mean, {T_CI}", fontsize=8, loc="left")
+    _arm_points(a2, pts, shares, "plain", order, mean="plain_share", lo="plain_lo", hi="plain_hi")
     a2.set_ylim(-0.05, 1.05)
     a2.set_ylabel("share won by the plain average")
-    a2.set_title("(b) candidate 0 (plain average) wins", fontsize=8, loc="left")
+    a2.set_title(f"(b) candidate 0 (plain average) wins; {_n_text(summ)}\ndots: seeds; marker: mean, {BOUNDED_T_CI}",
+                 fontsize=8, loc="left")
     if ties:
-        _arm_points(axes[2], pts.dropna(subset=["tied"]), summ, "tied", order,
+        _arm_points(axes[2], pts.dropna(subset=["tied"]), shares, "tied", order,
                     mean="tie_share", lo="tie_lo", hi="tie_hi")
         axes[2].set_ylim(-0.05, 1.05)
         axes[2].set_ylabel("share of tied screenings")
-        axes[2].set_title("(c) screening tied (> 1 candidate at the top)", fontsize=8, loc="left")
+        axes[2].set_title(f"(c) screening tied (> 1 candidate at the top); {_n_text(summ)}\ndots: seeds; marker: mean, "
+                          f"{BOUNDED_T_CI}", fontsize=8, loc="left")
     fig.tight_layout()
     return fig
 
@@ -188,13 +216,14 @@ def draw_inheritance_fidelity(df: pd.DataFrame):
     pts, per_gen = dg.inheritance_fidelity(df)
     order = _arms(pts)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.8, 3.1), gridspec_kw={"width_ratios": [1.1, 1]})
-    _gen_lines(a1, per_gen, order, "child − source (test accuracy)", f"(a) per generation; {_n_text(per_gen)}")
+    _gen_lines(a1, per_gen, order, "child − source (test accuracy)",
+               f"(a) per generation; {_n_text(per_gen)}; band: {T_CI}")
     a1.legend(fontsize=6)
     summ = dg.ci_over_seeds(pts, ["arm"], "diff")
     _arm_points(a2, pts, summ, "diff", order)
     a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     a2.set_ylabel("child − source, all generations")
-    a2.set_title("(b) per arm; dots: seeds", fontsize=8, loc="left")
+    a2.set_title(f"(b) per arm, {_n_text(summ)}; dots: seeds;\nmarker: mean, {T_CI}", fontsize=8, loc="left")
     fig.tight_layout()
     return fig
 
@@ -259,12 +288,13 @@ PANELS = [
           f"it, per seed, mean and {T_CI}, with the thresholds 0.10 (each) and 0.15 (mean)."),
     Panel("S3d_society_selection_differential", _when(["val_half_a", "test_overall"], draw_selection_differential),
           "Selection differential: mean accuracy of the selected minus the not-selected agents, per breeding "
-          "generation (its selected agents have children: not the last) and arm, on val (seen by selection) and on "
-          f"test (never seen); mean over seeds, band: {T_CI}."),
+          "generation (its selected agents have children: not the last), one panel per arm, on val (seen by "
+          f"selection; solid) and on test (never seen; dashed); mean over seeds, band: {T_CI}."),
     Panel("S3e_society_recombination_gain", _when(["merge_gain_val"], draw_recombination_gain),
           "Recombination gain of the sexual arms: (a) the screened merge's val accuracy minus its parents' "
           "mean; (b) share of children whose merge is the plain average (candidate 0); (c) share whose screening "
-          f"tied (more than one candidate at the top score; drawn when recorded). Dots: seeds; mean, {T_CI}."),
+          "tied (more than one candidate at the top score; drawn when recorded). Dots: seeds; mean, (a) "
+          f"{T_CI}, (b, c) {BOUNDED_T_CI}."),
     Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
           "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
           f"excluded), (a) per generation and arm, (b) per arm; mean over seeds, {T_CI}."),

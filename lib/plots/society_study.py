@@ -10,6 +10,12 @@ society better, and which mechanism keeps it? Plus the study's grounding knob (S
   ``full`` as g = 0.5 (the same seeds).
 - ``S3g_study_elitism`` — :func:`lib.plots.society_diagnostics.draw_elitism` on ``full@e1`` /
   ``no_grounding@e1`` and their references.
+- ``S3h_study_skill_retention``, ``S3i_study_skill_loss`` — the society's S3h and S3i
+  (:func:`lib.plots.society_results.draw_skill_retention`, :func:`~lib.plots.society_results.draw_skill_loss`
+  at the first bred generation) on the study's designs (:func:`design_rows`: every arm but the knob and
+  elitism variants, which have their own panels) and its baselines.
+
+Every arm is drawn in its fixed look (:func:`lib.plots.style.arm_style`), the same as in every other figure.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from ..analysis.society_study import complete_runs
 from ..core.config import load_yaml
 from ..core.paths import config_path, data_dir
 from ..core.rows import progress_path, read_shard
+from . import style
 from .style import Panel, arm_style, repo_path, save_panels, use_style
 
 EXPERIMENT = "society_study"
@@ -61,12 +68,23 @@ def skill_points(rows: pd.DataFrame, families) -> pd.DataFrame:
     return out.reset_index()
 
 
+def is_design(arm: str) -> bool:
+    """A design arm of the study (or a baseline): not a grounding-knob (``@g``) or elitism (``@e``)
+    variant, which S3b and S3g draw."""
+    return "@g" not in arm and "@e" not in arm
+
+
+def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the study's designs and baselines (:func:`is_design`)."""
+    return rows[rows["arm"].map(is_design)]
+
+
 def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     use_style()
     pts = skill_points(rows, families)
-    # the designs (the knob and elitism variants have their own panels), each its own colour
-    arms = [a for a in dict.fromkeys(rows["arm"]) if not dg.is_baseline(a) and "@g" not in a and "@e" not in a]
-    colours = dict(zip(arms, plt.cm.tab10.colors + plt.cm.Dark2.colors))
+    # the designs (the knob and elitism variants have their own panels), each in its fixed look
+    arms = [a for a in dict.fromkeys(rows["arm"]) if not dg.is_baseline(a) and is_design(a)]
+    colours = {a: arm_style(a)["color"] for a in arms}
     baselines = [a for a in dict.fromkeys(rows["arm"]) if dg.is_baseline(a)]
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
     fig, axes = plt.subplots(1, len(families), figsize=(3.6 * len(families) + 1.6, 3.8), sharey=True)
@@ -74,7 +92,7 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
     for ax, fam in zip(axes, families):
         for arm in arms:
-            st = {"color": colours[arm]}
+            st = {"color": colours[arm], "marker": arm_style(arm)["marker"]}
             g1 = pts[(pts["arm"] == arm) & (pts["when"] == "generation 1")]
             end = pts[(pts["arm"] == arm) & (pts["when"] == "last")]
             if end.empty:
@@ -84,8 +102,10 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
                 x0, y0 = float(g1[fam].iloc[0]), float(g1["overall"].iloc[0])
                 ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                             arrowprops={"arrowstyle": "->", "color": st["color"], "lw": 0.9, "alpha": 0.7})
-                ax.scatter([x0], [y0], s=22, facecolor="white", edgecolor=st["color"], lw=1.0, zorder=3)
-            ax.scatter([x1], [y1], s=26, color=st["color"], zorder=4, label=f"{arm} (n = {int(end['n'].iloc[0])})")
+                ax.scatter([x0], [y0], s=22, marker=st["marker"], facecolor="white", edgecolor=st["color"], lw=1.0,
+                           zorder=3)
+            ax.scatter([x1], [y1], s=26, marker=st["marker"], color=st["color"], zorder=4,
+                       label=f"{arm} (n = {int(end['n'].iloc[0])})")
         for b in baselines:
             e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
             if not e.empty:
@@ -136,6 +156,20 @@ def _elitism(data):
     return draw_elitism(rows[rows["arm"].isin(list(pairs) + list(pairs.values()))])
 
 
+def _retention(data):
+    from .society_results import draw_skill_retention
+    rows = design_rows(data["rows"])
+    need = {f"test_{f}_novel" for f in data["families"]}
+    return draw_skill_retention(rows, data["families"]) if need <= set(rows["metric"]) else None
+
+
+def _skill_loss(data):
+    from .society_results import draw_skill_loss
+    rows = design_rows(data["rows"])
+    need = {f"{p}test_{f}_novel" for f in data["families"] for p in ("", "source_")}
+    return draw_skill_loss(rows, data["families"], generation="first") if need <= set(rows["metric"]) else None
+
+
 PANELS = [
     Panel("fig3g_study_skill_vs_accuracy", lambda data: draw_skill_vs_accuracy(data["rows"], data["families"]),
           "The society study: per family, each society arm's novel-region accuracy (the skill only its founders "
@@ -149,7 +183,24 @@ PANELS = [
           "The study's elitism pair (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation "
           "paired differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI "
           "(sign-flip inversion; none with < 6 seeds), paired sign-flip p."),
+    Panel("S3h_study_skill_retention", _retention,
+          "The society's S3h on the study's designs: accuracy on each family's novel region, population mean (top) "
+          "and best agent (bottom, an oracle pick) per generation and arm, mean over seeds with its 95 % CI (t, "
+          "within [0, 1]); lines: the family's best founder, its specialists' mean and the bare base; the baselines "
+          "(one model each) at their labelled positions right of the last generation."),
+    Panel("S3i_study_skill_loss", _skill_loss,
+          "The society's S3i on the study's designs: where novel-region skill is lost, per bred child of the first "
+          "bred generation (elites excluded): merge − parents' mean, merge − the better parent, child − merge, per "
+          "family and pooled, per arm; dots: seeds; mean, 95 % CI (sign-flip inversion; none with < 6 seeds), exact "
+          "p. inherit_merge's child is its merge, mutated (no distillation); a family whose children's parents hold "
+          "none of its novel skill is left out, the title says so."),
 ]
+
+
+def draw_panel(name: str, data: dict):
+    """The saved panel ``name`` of :data:`PANELS` drawn from ``data`` (:func:`load_data`) exactly as
+    :func:`draw_all` saves it (``None`` where its data is absent)."""
+    return style.draw_panel(PANELS, name, data)
 
 
 def draw_all(scale: str) -> list[str]:

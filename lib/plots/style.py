@@ -10,9 +10,12 @@ caption, data files and config(s), paths relative to the repository; notebook 05
 ``figures/<scale>/INDEX.md``.
 
 Every plots module declares its panels once, as a list of :class:`Panel` (``PANELS``), and saves them
-with one call of :func:`save_panels`. Intervals are named where they are drawn: a single mean over
-seeds carries a 95 % CI (t) (:func:`mean_curve`, :func:`dots_with_mean`), a paired difference a 95 %
-CI (sign-flip inversion) (:func:`paired_difference_panel`; unbounded, so not drawn, with n < 6).
+with one call of :func:`save_panels`; :func:`draw_panel` draws one of them by name, so a notebook
+that shows a figure under a saved name shows that very drawing. Intervals are named where they are
+drawn: a single mean over seeds carries a 95 % CI (t) (:func:`mean_curve`, :func:`dots_with_mean`),
+cut to [0, 1] for a rate (:func:`within_bounds`), a share of seeds a Wilson interval
+(:func:`wilson_ci`), a paired difference a 95 % CI (sign-flip inversion)
+(:func:`paired_difference_panel`; unbounded, so not drawn, with n < 6).
 """
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow"
               "red": "#EE6677", "purple": "#AA3377", "grey": "#BBBBBB"}
 TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
              "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
-TOL_VIBRANT = {"orange": "#EE7733"}  # from Paul Tol's vibrant scheme: an eighth arm colour when the bright seven are taken
+# from Paul Tol's vibrant scheme: arm colours when the bright seven are taken (the society study's designs)
+TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988"}
 REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
 
 # name -> (colour, marker). Within one experiment every pair differs in colour AND marker.
@@ -54,6 +58,12 @@ _LOOKS = {
     "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
     "baseline_ties": (TOL_MUTED["teal"], ">"), "baseline_dare_ties": (TOL_MUTED["sand"], "p"),
     "baseline_lorahub": (TOL_MUTED["indigo"], "*"), "baseline_multitask": (TOL_MUTED["rose"], "d"),
+    # the society study's designs (lib.llm.settings.DESIGNS): each its own look, a named variant of full
+    # included (full@matched is a design of its own, not full drawn dashed)
+    "full@matched": (TOL_BRIGHT["green"], "8"), "verified": (TOL_BRIGHT["purple"], "H"),
+    "niche": (TOL_BRIGHT["yellow"], "^"), "inherit_merge": (TOL_VIBRANT["orange"], "D"),
+    "niche_inherit_merge": (TOL_BRIGHT["cyan"], "s"), "niche_verified": (TOL_VIBRANT["magenta"], "v"),
+    "full@inherit1000x1": (TOL_VIBRANT["red"], "8"),
     # tool-mutation arms (reference: sgd)
     "sgd": (REFERENCE_GREY, "o"), "mutate_promote": (TOL_BRIGHT["blue"], "s"),
     "random_promote": (TOL_BRIGHT["red"], "^"),
@@ -76,14 +86,26 @@ def base_arm(name: str) -> str:
     return str(name).split("@", 1)[0]
 
 
+def _look_key(name: str) -> str:
+    """The name whose look ``name`` takes: itself when it has its own look (``full@matched``), else the
+    longest ``@``-prefix that has one (``full@matched@e1`` → ``full@matched``), else its base arm."""
+    name = str(name)
+    parts = name.split("@")
+    for k in range(len(parts), 1, -1):
+        if "@".join(parts[:k]) in _LOOKS:
+            return "@".join(parts[:k])
+    return parts[0]
+
+
 def arm_style(name: str) -> dict:
     """The fixed look of an arm or method: ``{"color", "marker", "ls", "mfc", "hatch"}``.
 
     A plain arm: solid line, filled marker, no hatch. A variant ``<arm>@<tag>``: the base arm's colour
-    and marker, dashed line, hollow marker (``mfc="white"``), hatch ``"//"`` on bars. Unknown names get
-    a stable colour and marker from their characters.
+    and marker (the look of the longest prefix that has one, :func:`_look_key`), dashed line, hollow
+    marker (``mfc="white"``), hatch ``"//"`` on bars. Unknown names get a stable colour and marker from
+    their characters.
     """
-    base = base_arm(name)
+    base = _look_key(name)
     if base in _LOOKS:
         col, mk = _LOOKS[base]
     else:
@@ -134,6 +156,32 @@ def mean_curve(ax, table, x: str, name: str, *, band: bool = True, band_alpha: f
             ax.fill_between(ok[x], ok["lo"], ok["hi"], color=kw["color"], alpha=band_alpha, lw=0, zorder=1)
 
 
+def within_bounds(table, lo: float = 0.0, hi: float = 1.0, *, columns=("lo", "hi")):
+    """``table`` with its interval ``columns`` cut to ``[lo, hi]``, the quantity's possible range (an
+    accuracy, a share, a rate: [0, 1]): a t-interval so cut is
+    :func:`lib.analysis.stats.bounded_t_ci` (:data:`lib.analysis.stats.BOUNDED_T_CI`). NaN stays NaN."""
+    t = table.copy()
+    for c in columns:
+        if c in t:
+            t[c] = t[c].astype(float).clip(lower=lo, upper=hi)
+    return t
+
+
+WILSON_CI = "95 % CI (Wilson)"
+
+
+def wilson_ci(successes: float, n: int, *, z: float = 1.959963984540054) -> tuple[float, float, float]:
+    """A proportion ``successes / n`` and its Wilson score interval (always within [0, 1], not empty at
+    0 or n successes): ``(p, lo, hi)``; NaN with ``n = 0``."""
+    if n <= 0:
+        return float("nan"), float("nan"), float("nan")
+    p = successes / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return float(p), float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
 def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, zorder: float = 3) -> None:
     """A vertical error bar from ``lo`` to ``hi`` at ``x`` with caps, drawn as one line (so it adds no
     collection to ``ax``, whose scatter points stay the data); nothing unless both ends are finite."""
@@ -179,7 +227,8 @@ def _tick(level, reference: str | None) -> str:
 
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
                             ylabel: str, x: str | None = None, xlabel: str | None = None,
-                            annotate: bool = True, unit: str = "seed", look: Mapping[str, str] | None = None) -> None:
+                            annotate: bool = True, unit: str = "seed", look: Mapping[str, str] | None = None,
+                            crowded: bool | None = None) -> None:
     """Draw paired differences ``level − reference`` (from :func:`lib.analysis.stats.paired_differences`).
 
     One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
@@ -189,7 +238,9 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     data. Above each column: the paired sign-flip p (:func:`lib.analysis.stats.format_p`) and n. A
     line at 0 marks "no difference". The reference is ``reference`` or, when ``summary`` has a
     ``reference`` column naming several, each column's own, written under its tick label. ``look``:
-    the arm whose colour and marker a level is drawn in (default: the level itself).
+    the arm whose colour and marker a level is drawn in (default: the level itself). ``crowded``: write
+    each column's p and n as one rotated line (default: when there are more than 8 columns), so that
+    neighbouring columns of a narrow panel do not overwrite each other.
     """
     look = dict(look or {})
     order = [o for o in order if o in set(summary[group])]
@@ -198,12 +249,12 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     if reference is None:
         reference = "its reference" if own or not refs else next(iter(refs.values()))
     ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, ls="-", zorder=0)
+    crowded = len(order) > 8 if crowded is None else crowded
     if x is None:
         for i, lvl in enumerate(order):
             r = summary[summary[group] == lvl].iloc[0]
             dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), r["mean"], r["lo"], r["hi"])
             if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
-                crowded = len(order) > 8
                 ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
                             (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                             fontsize=5.5 if crowded else 6, rotation=90 if crowded else 0)
@@ -227,17 +278,84 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
     what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
     ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
-                 pad=(42 if len(order) > 8 else 16) if (annotate and x is None) else 4)
+                 pad=(P_LABEL_PAD if crowded else 16) if (annotate and x is None) else 4)
+
+
+P_LABEL_PAD = 48  # points above the axes that a column's rotated "p=…, n=…" takes (5.5 pt text)
 
 
 def use_style() -> None:
-    """The shared look: white grid, paper context, small fonts, no top/right spines."""
+    """The shared look: white grid, paper context, small fonts, no top/right spines. In a notebook,
+    a displayed figure's PNG also carries an alt text (:func:`figure_alt`) for its page."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     plt.rcParams.update({
         "figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight",
         "axes.spines.top": False, "axes.spines.right": False,
         "legend.frameon": False, "pdf.fonttype": 42,
     })
+    _describe_figures()
+
+
+def figure_alt(fig, limit: int = 600) -> str:
+    """A figure described by its own words: its suptitle, then each axes' titles and axis labels
+    (``"Held-out accuracy. (a) per generation: test accuracy against generation; …"``), at most
+    ``limit`` characters; ``"a figure"`` when it has none."""
+    parts = []
+    if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_text().strip():
+        parts.append(fig._suptitle.get_text().strip())
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        title = " ".join(t for t in (ax.get_title(loc=k).strip() for k in ("left", "center", "right")) if t)
+        axes = " against ".join(t for t in (ax.get_ylabel().strip(), ax.get_xlabel().strip()) if t)
+        text = ": ".join(t for t in (title, axes) if t)
+        if text and text not in parts:
+            parts.append(text)
+    alt = "; ".join(" ".join(p.split()) for p in parts) or "a figure"
+    return alt if len(alt) <= limit else alt[: limit - 1].rstrip() + "…"
+
+
+def _describe_figures() -> None:
+    """In IPython, wrap the PNG formatter of matplotlib figures (set by ``%matplotlib inline``) so that
+    the output's metadata carries ``alt`` = :func:`figure_alt` (:mod:`lib.pages` writes it into the page)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    from matplotlib.figure import Figure
+
+    fmt = ip.display_formatter.formatters["image/png"]
+    try:
+        inner = fmt.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(inner, "_adds_alt", False):
+        return
+
+    def png_with_alt(fig):
+        out = inner(fig)
+        if out is None:
+            return None
+        data, meta = out if isinstance(out, tuple) else (out, {})
+        return data, {**(meta or {}), "alt": figure_alt(fig)}
+
+    png_with_alt._adds_alt = True
+    fmt.for_type(Figure, png_with_alt)
+
+
+def table_text(table, digits: int = 3, **kw) -> str:
+    """``table`` as printed text, rounded to ``digits``, every column named ``p`` or ``p_…`` written by
+    :func:`lib.analysis.stats.format_p` (never ``0.000``)."""
+    import pandas as pd
+
+    t = table.copy()
+    for c in t.columns:
+        if (c == "p" or str(c).startswith("p_")) and pd.api.types.is_numeric_dtype(t[c]):
+            t[c] = [format_p(float(v)) for v in t[c]]
+    return t.round(digits).to_string(**{"index": False, **kw})
 
 
 def repo_path(p) -> str:
@@ -303,6 +421,22 @@ class Panel:
     source: str = "rows"
 
 
+def panel_named(panels: Iterable[Panel], name: str) -> Panel:
+    """The panel called ``name`` in ``panels`` (``KeyError`` naming the known ones)."""
+    panels = list(panels)
+    for p in panels:
+        if p.name == name:
+            return p
+    raise KeyError(f"no panel {name!r}; known: {[p.name for p in panels]}")
+
+
+def draw_panel(panels: Iterable[Panel], name: str, data: dict):
+    """The figure of the saved panel ``name`` drawn from ``data`` exactly as :func:`save_panels` draws it
+    (``None`` where its data is absent): a notebook that shows a figure under a saved name shows this."""
+    use_style()
+    return panel_named(panels, name).draw(data)
+
+
 def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
                 sources: Mapping[str, tuple[Iterable[str], str | Iterable[str]]], notebook: str) -> list[str]:
     """Draw every panel from ``data``, save it (:func:`save_figure`) with the data files and config(s)
@@ -357,5 +491,6 @@ def show_saved(names: Iterable[str], scale: str, width: int | None = None) -> No
         png = figures_dir(scale) / f"{n}.png"
         with PILImage.open(png) as im:
             px = im.size[0]
-        display(Markdown(f"**{n}** — {idx.get(n, {}).get('caption', '')}"))
-        display(Image(filename=str(png), width=width or round(px * ratio)))
+        caption = idx.get(n, {}).get("caption", "")
+        display(Markdown(f"**{n}** — {caption}"))
+        display(Image(filename=str(png), width=width or round(px * ratio), alt=f"{n}: {caption}"))

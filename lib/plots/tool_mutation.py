@@ -124,7 +124,7 @@ def draw_promotions(rows: pd.DataFrame) -> plt.Figure:
     for arm in _arms(p):
         _band(ax, p[p.arm == arm], arm)
     ax.set(xlabel="SGD step", ylabel="cumulative promotions")
-    ax.set_title(f"Mutants installed; mean over seeds, band: {stats.T_CI}", fontsize=8)
+    ax.set_title(f"Mutants installed; mean over n = {p.seed.nunique()} seeds, band: {stats.T_CI}", fontsize=8)
     ax.legend()
     return fig
 
@@ -141,8 +141,8 @@ def draw_selection(rows: pd.DataFrame) -> plt.Figure:
         _band(ax, w[w.arm == arm], arm)
     ax.axhline(0, color="k", lw=0.6)
     ax.set(xlabel="SGD step", ylabel="(current − best mutant) / current\nvalidation loss")
-    ax.set_title("What the best mutant offers (validation batch)\n> 0: the best mutant has the lower loss; "
-                 f"band: {stats.T_CI}", fontsize=8)
+    ax.set_title(f"What the best mutant offers (validation batch), n = {w.seed.nunique()} seeds\n"
+                 f"> 0: the best mutant has the lower loss; mean, band: {stats.T_CI}", fontsize=8)
     ax.legend()
     return fig
 

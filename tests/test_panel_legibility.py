@@ -1,0 +1,318 @@
+"""What a reader can check on the saved figures: one drawing per figure name (notebooks show the saved
+panel), labels that do not overwrite each other, intervals inside what is possible, one legend entry
+per line, Fig. 3f split into parts with few categories each, titles that state n and the interval,
+pages whose images carry an alt text, and the society study's S3h / S3i."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+
+from lib import pages  # noqa: E402
+from lib.analysis import society_results as sr  # noqa: E402
+from lib.analysis import stats  # noqa: E402
+from lib.core.paths import REPO_ROOT, data_dir  # noqa: E402
+from lib.plots import (operators, program_search, society, society_diagnostics, society_results,  # noqa: E402
+                       society_study, style, tool_mutation)
+
+NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return society.load_data("smoke")
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    if not any(data_dir("cpu", "society").glob("full_s*.csv")):
+        pytest.skip("no cpu society data")
+    return society.load_data("cpu")
+
+
+def _texts_overlap(fig, texts) -> list[tuple[str, str]]:
+    """Pairs of the given text artists (non-empty) whose drawn boxes intersect."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(r)) for t in texts if t.get_text().strip() and t.get_visible()]
+    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+
+
+def _band_and_bar_values(ax) -> np.ndarray:
+    """Every y of the shaded bands and of the vertical interval bars (two-point lines at one x) of ``ax``."""
+    ys = [c.get_paths()[0].vertices[:, 1] for c in ax.collections if isinstance(c, PolyCollection) and c.get_paths()]
+    ys += [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()
+           if len(ln.get_xdata()) == 2 and np.ptp(np.asarray(ln.get_xdata(), float)) == 0]
+    return np.concatenate(ys) if ys else np.zeros(0)
+
+
+# ----------------------------------------------------------------------------- 1. one drawing per name
+
+
+@pytest.mark.parametrize("name", ["01_operators", "03_society_arms"])
+def test_a_notebook_figure_under_a_saved_name_is_the_saved_panel(name):
+    """A figure cell under a heading that names a saved panel (``## Fig. 1e — …``, ``## S3c — …``)
+    draws it with draw_panel (the saved panel, as draw_all saves it), never by another call; quick
+    looks have headings of their own."""
+    nb = json.loads((REPO_ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    heading, checked = None, 0
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            first = next((ln for ln in src.splitlines() if ln.startswith("#")), None)
+            heading = first if first is not None else heading
+            continue
+        d, s = pages.figures_expected(src)
+        if not (d or s) or heading is None:
+            continue
+        if NAMED.match(heading):
+            assert "draw_panel(" in src, f"{name}: the figure under {heading!r} is not drawn by draw_panel"
+            checked += 1
+    assert checked >= (5 if name.startswith("01") else 10)
+
+
+def test_fig1e_in_notebook_01_is_the_committed_drawing():
+    data = operators.load_data("smoke")
+    fig = operators.draw_panel("fig1e_complementary_pairs", data)
+    cfg = data["config"]
+    seed = int(data["agents"]["seed"].min())
+    want = operators.qd_parents(data["agents"], data["distance"], seed, n_parents=cfg["n_parents"], lam=cfg["lam"])
+    assert [int(t.get_text()) for t in fig.axes[0].get_yticklabels()] == want  # every parent, in selection order
+    plt.close(fig)
+    with pytest.raises(KeyError, match="known"):
+        operators.draw_panel("fig1z_nothing", data)
+
+
+# ----------------------------------------------------------------------------- 2. S3i
+
+
+def test_s3i_draws_the_first_bred_generation_and_its_labels_do_not_overlap(cpu):
+    fig = society_results.draw_skill_loss(cpu["rows"], cpu["families"], generation="first")
+    assert "generation 1 (the first bred" in fig._suptitle.get_text()
+    pts, summ, _ = society_results.skill_loss_at(cpu["rows"], cpu["families"], "first")
+    assert set(pts["generation"]) == {1}
+    dropped = society_results.skill_free_families(pts, cpu["families"])
+    assert "strings" in dropped and "strings not drawn" in fig._suptitle.get_text()  # its parents hold no skill
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert "strings" not in titles and len(fig.axes) == len(sr.STEPS) * (len(cpu["families"]) - len(dropped) + 1)
+    ax = fig.axes[-1]  # child − merge, pooled: the per-seed means of generation 1's children
+    per_seed = pts[pts.family == sr.ALL].groupby(["arm", "seed"])[sr.STEPS[2]].mean()
+    drawn = np.concatenate([np.asarray(c.get_offsets())[:, 1] for c in ax.collections if len(c.get_offsets())])
+    np.testing.assert_allclose(np.sort(drawn), np.sort(per_seed.to_numpy()))
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if t.get_text().startswith("p=")]
+        assert labels and all(t.get_rotation() == 90 for t in labels)
+        assert not _texts_overlap(fig, labels + [ax.title, ax._left_title]), ax.get_title(loc="left")
+    plt.close(fig)
+
+
+def test_s3i_pools_every_generation_only_when_asked(smoke):
+    _, _, which = society_results.skill_loss_at(smoke["rows"], smoke["families"], None)
+    assert which.startswith("every bred generation pooled")
+    panel = style.panel_named(society.PANELS, "S3i_society_skill_loss")
+    assert "first bred generation" in panel.caption
+
+
+# ----------------------------------------------------------------------------- 3. Fig. 3a / 3b
+
+
+def test_fig3a_draws_full_on_top_one_dotted_entry_and_the_bare_base(cpu):
+    fig = society.draw_panel("fig3a_society_test_accuracy", cpu)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    full = lines["full"]
+    others = [lines[a] for a in society.trajectory_arms(cpu["rows"]) if a != "full"]
+    assert full.get_zorder() > max(o.get_zorder() for o in others)
+    assert full.get_linewidth() > max(o.get_linewidth() for o in others)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == len(set(labels))  # one entry per line
+    dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+    assert len(dotted) == 1 and sum(lab.startswith("full, seeds") for lab in labels) == 1
+    base = [ln for lab, ln in lines.items() if lab.startswith("bare base")]
+    want = sr.base_scores(cpu["rows"], ["overall"])["overall"].mean()
+    assert len(base) == 1 and base[0].get_ydata()[0] == pytest.approx(want)
+    plt.close(fig)
+    for name in ("fig3a_society_test_accuracy", "fig3c_society_consensus"):
+        cap = style.panel_named(society.PANELS, name).caption
+        assert "elitism" not in cap, name
+
+
+def test_fig3b_has_the_base_per_family_and_says_n_and_no_interval(smoke):
+    fig = society.draw_panel("fig3b_society_test_by_family", smoke)
+    title = fig._suptitle.get_text()
+    assert "n = " in title and "no interval" in title
+    for ax, f in zip(fig.axes, smoke["families"]):
+        base = [ln for ln in ax.get_lines() if ln.get_label().startswith("bare base")]
+        assert base and base[0].get_ydata()[0] == pytest.approx(sr.base_scores(smoke["rows"], [f])[f].mean())
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- 4. Fig. 3f split
+
+
+SPLIT = ["fig3f_society_vs_merge_methods", "S3k_society_val_best", "S3l_society_vs_merge_by_family",
+         "S3m_society_method_costs"]
+
+
+def test_fig3f_is_four_figures_with_few_categories_and_plain_cost_labels(cpu):
+    names = [p.name for p in society.PANELS]
+    assert set(SPLIT) <= set(names) and names[-len(society_diagnostics.PANELS):] == [
+        p.name for p in society_diagnostics.PANELS]
+    for name in SPLIT:
+        fig = society.draw_panel(name, cpu)
+        for ax in fig.axes:
+            cats = [t.get_text() for t in (ax.get_yticklabels() if name.startswith(("S3l", "S3m"))
+                                           else ax.get_xticklabels()) if t.get_text()]
+            assert len(cats) <= 15, (name, len(cats))
+            assert fig.get_size_inches()[0] <= 10.0, name  # legible at ~900 px
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert not any(re.search(r"\de[+-]\d", t) and not t.startswith("p=") for t in texts), name
+        if name.startswith("fig3f"):
+            assert not any(t.get_text().endswith(sr.VAL_BEST) for t in fig.axes[0].get_xticklabels())
+            assert not _texts_overlap(fig, [t for t in fig.axes[0].texts])
+        if name.startswith("S3m"):
+            fig.canvas.draw()
+            for ax in fig.axes:
+                for bar, t in zip(ax.patches, [t for t in ax.texts if t.get_text() != "—"]):
+                    assert t.get_color() == "black" and t.get_position()[0] >= bar.get_width()  # beside, not on
+            assert "not timed" in " ".join(ax.get_title(loc="left") for ax in fig.axes)
+        if name.startswith("S3l"):  # one panel per family: no markers of several families side by side
+            assert [ax.get_title() for ax in fig.axes] == list(cpu["families"])
+        plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- 5. bounded intervals
+
+
+@pytest.mark.parametrize("name", ["fig3d_society_diversity", "fig3e_society_selected_conformity",
+                                  "S3h_society_skill_retention", "S3j_society_generalists"])
+def test_bands_and_bars_of_rates_stay_within_0_and_1(cpu, name):
+    fig = society.draw_panel(name, cpu)
+    ys = np.concatenate([_band_and_bar_values(ax) for ax in fig.axes])
+    assert len(ys) and ys.min() >= -1e-12 and ys.max() <= 1 + 1e-12, (name, ys.min(), ys.max())
+    words = fig._suptitle.get_text() if fig._suptitle else " ".join(ax.get_title(loc="left") for ax in fig.axes)
+    assert stats.BOUNDED_T_CI in words, name
+    plt.close(fig)
+
+
+def test_wilson_interval_is_inside_0_1_and_not_empty_at_the_ends():
+    assert style.wilson_ci(0, 16)[1:] == pytest.approx((0.0, 0.194), abs=1e-3)
+    p, lo, hi = style.wilson_ci(16, 16)
+    assert p == 1 and hi == 1 and lo == pytest.approx(0.806, abs=1e-3)
+    t = style.within_bounds(pd.DataFrame({"lo": [-0.2, 0.1], "hi": [0.5, 1.3]}))
+    assert t["lo"].tolist() == [0.0, 0.1] and t["hi"].tolist() == [0.5, 1.0]
+
+
+# ----------------------------------------------------------------------------- 6. S3d, S3h, S3j
+
+
+def test_s3d_is_small_multiples_with_two_bands_each_and_says_the_interval(cpu):
+    fig = society.draw_panel("S3d_society_selection_differential", cpu)
+    drawn = [ax for ax in fig.axes if ax.axison]
+    arms = society.trajectory_arms(cpu["rows"])
+    assert len([ax for ax in drawn if ax.get_lines()]) >= len(arms)
+    for ax in drawn:
+        assert sum(isinstance(c, PolyCollection) for c in ax.collections) <= 2
+    assert stats.T_CI in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", ["S3h_society_skill_retention", "S3j_society_generalists"])
+def test_baselines_sit_at_labelled_positions_and_the_legend_is_short(cpu, name):
+    fig = society.draw_panel(name, cpu)
+    ticks = {t.get_text() for t in fig.axes[-1].get_xticklabels()}
+    assert {"soup", "LoraHub", "multitask", "TIES"} <= ticks
+    legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend())
+    assert len(legend.get_texts()) <= 10
+    assert not any(t.get_text().startswith("baseline_") for t in legend.get_texts())
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- 7. titles
+
+
+def _words(fig) -> str:
+    parts = [fig._suptitle.get_text()] if fig._suptitle else []
+    return " ".join(parts + [ax.get_title(loc=k) for ax in fig.axes for k in ("left", "center")]
+                    + [ax.get_ylabel() for ax in fig.axes])
+
+
+def test_titles_say_n_the_interval_and_the_better_direction(smoke):
+    op = operators.load_data("smoke")
+    tm = tool_mutation.load_data("smoke")
+    ps = program_search.load_data("smoke")
+    figs = {"fig1a": operators.draw_panel("fig1a_conformity_vs_fitness", op),
+            "S1a": operators.draw_panel("S1a_consensus_vs_mean", op),
+            "S2a": tool_mutation.draw_promotions(tm["rows"]), "S2b": tool_mutation.draw_selection(tm["rows"]),
+            "3b": society.draw_panel("fig3b_society_test_by_family", smoke),
+            "S3e": society.draw_panel("S3e_society_recombination_gain", smoke),
+            "S3f": society.draw_panel("S3f_society_inheritance_fidelity", smoke),
+            "4b": program_search.final_by_seed(ps["rows"])}
+    for k, fig in figs.items():
+        w = _words(fig)
+        assert "n = " in w, (k, w)
+        assert re.search(r"95 % CI|no interval", w), (k, w)
+        plt.close(fig)
+    assert "lower is better" in _words(program_search.final_by_seed(ps["rows"]))
+    plt.close("all")
+
+
+# ----------------------------------------------------------------------------- 8. pages
+
+
+def test_every_image_of_a_page_gets_a_real_alt_text(tmp_path):
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title("Held-out accuracy")
+    alt = style.figure_alt(fig)
+    assert alt.startswith("Held-out accuracy")
+    plt.close(fig)
+    node = nbformat.read(REPO_ROOT / "notebooks" / "01_operators.ipynb", as_version=4)
+    html = pages.render_node(node, tmp_path / "p.html", "p").read_text()
+    alts = pages.IMG_ALT.findall(html)
+    assert len(alts) == len(pages.PNG_IMG.findall(html)) >= 5
+    assert all(a.strip() and a != pages.DEFAULT_ALT for a in alts)
+    assert pages.page_problems('<img src="data:image/png;base64,xx">') == ["1 image(s) without an alt text"]
+
+
+def test_committed_pages_carry_alt_texts_and_notebook_03_prints_p_as_text():
+    for page in sorted((REPO_ROOT / "figures" / "cpu" / "notebooks").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        assert pages.DEFAULT_ALT not in text, page.name
+    t = pd.DataFrame({"arm": ["a"], "p": [3e-5], "p_holm": [0.0001], "mean": [0.12345]})
+    out = style.table_text(t)
+    assert "3.0e-05" in out and "1.0e-04" in out and "0.123" in out and "0.000" not in out
+    nb = json.loads((REPO_ROOT / "notebooks" / "03_society_arms.ipynb").read_text())
+    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "within run-to-run noise" not in prose
+    assert "the elitism pair\nand the g sweep on seeds 0–7: committed data" not in prose
+
+
+# ----------------------------------------------------------------------------- 9. the study's S3h, S3i
+
+
+def test_the_study_draws_s3h_and_s3i_on_its_designs():
+    names = [p.name for p in society_study.PANELS]
+    assert {"S3h_study_skill_retention", "S3i_study_skill_loss"} <= set(names)
+    data = society_study.load_data("smoke")
+    for name in ("S3h_study_skill_retention", "S3i_study_skill_loss"):
+        fig = society_study.draw_panel(name, data)
+        assert fig is not None, name
+        drawn = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}
+        assert not any("@g" in d or "@e" in d for d in drawn), name  # S3b and S3g draw those
+        plt.close(fig)
+    looks = [style.arm_style(a) for a in ("full", "no_grounding", "full@matched", "verified", "niche",
+                                         "inherit_merge", "niche_inherit_merge", "niche_verified")]
+    assert len({(lk["color"], lk["marker"]) for lk in looks}) == len(looks)
+    assert style.arm_style("full@matched")["ls"] == "-" and style.colour("full@matched@e1") == style.colour(
+        "full@matched")
