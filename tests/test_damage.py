@@ -211,25 +211,55 @@ def test_second_run_on_the_same_folder_is_refused_and_mixes_nothing(reference, t
 # ----------------------------------------------------------------------------- the base
 
 
+GUARD = """
+import os, socket
+def _refuse(self, address, *args):
+    with open(os.environ["GE_TEST_CONNECT_LOG"], "a") as f:
+        f.write(repr(address) + "\\n")
+    raise OSError("a test refused this network connection")
+socket.socket.connect = socket.socket.connect_ex = _refuse
+"""
+
+
 @pytest.mark.parametrize("offline", ["1", ""])
-def test_mistyped_base_offline_is_named_as_a_typo_in_seconds(reference, tmp_path, offline):
+def test_mistyped_base_is_named_as_a_typo_before_any_network_access(reference, tmp_path, offline):
+    """The typo is refused from the config alone: the process never opens a connection (a guard in
+    ``sitecustomize`` logs and refuses every ``connect``), so it cannot wait on a hub's timeouts,
+    whatever the machine's load (no wall-clock bound: it would only measure the load)."""
     # a data root whose society folder holds another config's data, as the committed data/ does
     data = tmp_path / "data" / "smoke" / "society"
     data.mkdir(parents=True)
     shutil.copy(_folder(reference["root"]) / "manifest.json", data)
     path = tmp_path / "typo.yaml"
     path.write_text(yaml.safe_dump({**CFG, "base_model": "no/such-model-here"}))
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(GUARD)
+    log = tmp_path / "connections.log"
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", models.ALLOW_DOWNLOADS_ENV)}
     env |= {"GE_DATA_DIR": str(tmp_path / "data"), "GE_RUNS_DIR": str(tmp_path / "runs"),
             "PYTHONWARNINGS": "ignore", "HF_HUB_OFFLINE": offline,
-            "HF_HOME": str(tmp_path / "hf")}  # an empty cache: nothing is there to find
-    t0 = time.perf_counter()
+            "HF_HOME": str(tmp_path / "hf"),  # an empty cache: nothing is there to find
+            "PYTHONPATH": os.pathsep.join([str(guard), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            "GE_TEST_CONNECT_LOG": str(log)}
     res = subprocess.run([sys.executable, "-m", "lib.experiment", str(path)], cwd=REPO_ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
-    wall = time.perf_counter() - t0
     _refused(res.returncode, res.stderr, "unknown base_model 'no/such-model-here'", models.ALLOW_DOWNLOADS_ENV)
-    assert wall < 5.0, wall
+    assert not log.exists(), f"connections attempted: {log.read_text()}"
     assert not (tmp_path / "hf").exists() or not any((tmp_path / "hf").rglob("*.json"))  # nothing fetched
+
+
+def test_the_network_guard_refuses_and_logs_a_connection(tmp_path):
+    """The guard of the test above works: a connection attempted under it is logged and refused."""
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(GUARD)
+    log = tmp_path / "connections.log"
+    code = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', 9), timeout=1)\n"
+            "except OSError as e:\n    print(e)\n")
+    res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(guard),
+                         "GE_TEST_CONNECT_LOG": str(log)}, capture_output=True, text=True, timeout=60)
+    assert "refused this network connection" in res.stdout and "127.0.0.1" in log.read_text()
 
 
 def test_local_and_cached_bases_pass_and_downloads_need_consent(tmp_path, monkeypatch):
