@@ -58,3 +58,12 @@ def test_study_primary_marks_comparisons_short_of_their_preregistered_seeds_inte
         pytest.skip("no smoke study data in this checkout")
     body = md.splitlines()[2:]
     assert all(line.split("|")[-2].strip().split(" ")[0] in ("win", "loss", "tie", "—") for line in body)
+
+
+def test_study_verdicts_name_each_primary_comparison_once():
+    text = tables.VALUES["study-verdicts"]("smoke")
+    if text == "no data yet":
+        pytest.skip("no smoke study data in this checkout")
+    assert text.startswith("wins: ") and "; ties: " in text and "; losses: " in text
+    for k in range(1, 7):
+        assert text.count(f"{k} (") == 1, (k, text)

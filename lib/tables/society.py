@@ -85,6 +85,25 @@ def society_primary(scale: str) -> str:
                       "Holm p"], lines)
 
 
+def study_verdicts(scale: str) -> str:
+    """The six primary comparisons by verdict, in one phrase (wins, ties, losses; interim or final)."""
+    from ..analysis.society_study import primary_table, verdict
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    t = primary_table(rows)
+    words = {"win": [], "tie": [], "loss": []}
+    for k, r in t.iterrows():
+        w = verdict(num(r["diff"]), num(r.p_holm))
+        if w in words:
+            words[w].append(f"{k + 1} ({r.comparison})")
+    n = t["n"]
+    seeds = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
+    parts = [f"{label}: " + (", ".join(words[w]) if words[w] else "none")
+             for w, label in (("win", "wins"), ("tie", "ties"), ("loss", "losses"))]
+    return "; ".join(parts) + f" (Holm p < 0.05, on {seeds} seeds)"
+
+
 def study_grounding_one_seed(scale: str) -> str:
     """Primary comparison 6 (``full`` − ``no_grounding``) again without its most extreme seed."""
     from ..analysis.society_study import population_scores, without_most_extreme
@@ -127,5 +146,6 @@ def study_cost_text(scale: str) -> str:
 
 TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
                                            "society-primary": society_primary}
-VALUES: dict[str, Callable[[str], str]] = {"study-grounding-one-seed": study_grounding_one_seed,
+VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts,
+                                           "study-grounding-one-seed": study_grounding_one_seed,
                                            "study-cost": study_cost_text}
