@@ -284,6 +284,55 @@ def run_baseline_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, fold
     return [wall]
 
 
+def next_generation(base, agents, names: list[str], dirs: list[Path], ev: Evaluation, sel: Selection, gp, s: Settings,
+                    a, *, arm: str, seed: int, t: int, out: Path, rows: RowWriter, cost: dict, verifier: Verifier,
+                    clock: PhaseClock, trainer: str) -> tuple[list[Path], list[dict]]:
+    """Generation ``t`` breeds generation ``t + 1`` into ``out``: parents' pairs are merged and screened
+    (:func:`lib.llm.generation.breed`), each child gets its source and inheritance data
+    (:func:`~lib.llm.generation.reproduce`; verified answers only for ``inherit: verified``), then either
+    distils its merged source's answers (``a.distills``) or *is* that merge brought back to rank r
+    (parameter inheritance), and is trained (:func:`train_children`). ``cost`` gains the children's
+    train steps and the screening's val evaluations. Returns the children's folders and their birth
+    rows (written with generation ``t + 1``)."""
+    N = s.agents
+    sources = step.breed(agents, names, ev, sel, a, gp, rng=generation_rng(seed, arm, t),
+                         n_children=N - a.elitism, n_candidates=s.n_candidates, tag=f"t{t}",
+                         verifier=verifier, families=s.families, clock=clock)
+    children = step.reproduce(sources, sel.elites, gp.inheritance,
+                              child_seed=lambda c: child_seed(seed, arm, t, c),
+                              verifier=verifier if a.inherit == "verified" else None)
+    if a.distills:
+        save_merged_sources(agents, children, out)
+        energy = {}
+    else:
+        energy = save_inherited_merges(agents, children, out, rank=s.lora_r)
+    agents.forget()
+    with clock("train"):
+        new_dirs = train_children(base, children, dirs, out, s, clock.count, trainer=trainer, distill=a.distills)
+    cost["train_steps"] += sum(lora_steps(len(ch.data), s.epochs, s.batch_size) for ch in children
+                               if a.distills and not ch.elite and not ch.degenerate)
+    cost["val_evals"] += (N - a.elitism) * s.n_candidates if a.grounded and a.merge else 0  # screening
+    return new_dirs, rows.births(t + 1, children, energy)
+
+
+def start_or_resume(base, cfg, s: Settings, shard: Path, root: Path, seed: int, clock: PhaseClock, trainer: str):
+    """Where a shard starts: ``(first generation to run, the population's adapter folders, pending
+    birth rows, walls, phases, cost)`` carried over from its progress file, or ``None`` when it is
+    finished. A new shard starts at generation 0 from the founders (trained here, under the clock's
+    ``founders`` phase, unless another arm of the seed already trained them)."""
+    done = resume_shard(shard, "generation")
+    if done is None:
+        with clock("founders"):  # trained once per seed (0 s when another arm already did)
+            dirs = ensure_founders(base, cfg, seed, counter=clock.count, trainer=trainer)
+        return 0, dirs, [], [], [], {"train_steps": s.agents * lora_steps(s.spec_train, s.spec_epochs, s.batch_size),
+                                      "val_evals": 0}
+    if done >= s.generations - 1:
+        return None
+    info = read_progress(shard)
+    return (done + 1, [root / p for p in info["agents"]], info["pending_rows"], info.get("gen_wall_s", []),
+            info.get("gen_phase_s", []), info["cost"])
+
+
 def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path, verifier: Verifier = verify,
               interrupt_after: int | None = None, progress=None, timer: PhaseTimer | None = None,
               engine: str = "auto", trainer: str = "batched") -> list[float]:
@@ -311,22 +360,13 @@ def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path,
 
     first = PhaseClock(timer)  # generation 0 also times the founders
     agents = make_agents(base, engine=engine, hard=s.hard, batch_size=s.gen_batch, counter=first.count)
-    done = resume_shard(shard, "generation")
-    if done is None:
-        with first("founders"):  # trained once per seed (0 s when another arm already did)
-            dirs = ensure_founders(base, cfg, seed, counter=first.count, trainer=trainer)
-        pending, walls, phases = [], [], []
-        cost = {"train_steps": N * lora_steps(s.spec_train, s.spec_epochs, s.batch_size), "val_evals": 0}
-    else:
-        info = read_progress(shard)
-        if done >= G - 1:
-            return []
-        dirs = [root / p for p in info["agents"]]
-        pending, walls, phases = info["pending_rows"], info.get("gen_wall_s", []), info.get("gen_phase_s", [])
-        cost = info["cost"]
+    start = start_or_resume(base, cfg, s, shard, root, seed, first, trainer)
+    if start is None:
+        return []
+    t_first, dirs, pending, walls, phases, cost = start
 
     new_walls = []
-    for t in range(0 if done is None else done + 1, G):
+    for t in range(t_first, G):
         tic, clock = time.time(), first if t == 0 else PhaseClock(timer)
         agents.counter = clock.count
         names = [f"t{t}a{i}" for i in range(N)]
@@ -349,26 +389,9 @@ def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path,
 
         new_dirs, pending = [], []
         if t < G - 1:
-            sources = step.breed(agents, names, ev, sel, a, gp, rng=generation_rng(seed, arm, t),
-                                 n_children=N - a.elitism, n_candidates=s.n_candidates, tag=f"t{t}",
-                                 verifier=verifier, families=s.families, clock=clock)
-            children = step.reproduce(sources, sel.elites, gp.inheritance,
-                                      child_seed=lambda c, t=t: child_seed(seed, arm, t, c),
-                                      verifier=verifier if a.inherit == "verified" else None)
-            out = root / arm / f"gen{t + 1}"
-            if a.distills:
-                save_merged_sources(agents, children, out)
-                energy = {}
-            else:
-                energy = save_inherited_merges(agents, children, out, rank=s.lora_r)
-            agents.forget()
-            with clock("train"):
-                new_dirs = train_children(base, children, dirs, out, s, clock.count, trainer=trainer,
-                                          distill=a.distills)
-            pending = rows.births(t + 1, children, energy)
-            cost["train_steps"] += sum(lora_steps(len(ch.data), s.epochs, s.batch_size) for ch in children
-                                       if a.distills and not ch.elite and not ch.degenerate)
-            cost["val_evals"] += (N - a.elitism) * s.n_candidates if a.grounded and a.merge else 0  # screening
+            new_dirs, pending = next_generation(base, agents, names, dirs, ev, sel, gp, s, a, arm=arm, seed=seed,
+                                                t=t, out=root / arm / f"gen{t + 1}", rows=rows, cost=cost,
+                                                verifier=verifier, clock=clock, trainer=trainer)
         else:
             agents.forget()
             out_rows += rows.costs(t, cost)
