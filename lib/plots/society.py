@@ -33,8 +33,8 @@ from ..core.paths import config_path, data_dir
 from ..core.rows import progress_path, read_progress, read_shard, shard_keys
 from . import society_diagnostics, society_results
 from . import style
-from .style import (REFERENCE_GREY, Panel, arm_style, interval_bar, mean_curve, paired_difference_panel, repo_path,
-                    save_panels, use_style, within_bounds)
+from .style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, interval_bar, mean_curve, paired_difference_panel,
+                    panel_grid, repo_path, save_panels, use_style, within_bounds)
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
@@ -293,10 +293,7 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
     use_style()
     d = _metric_table(df, metric)
     arms = trajectory_arms(d)
-    ncol = min(4, len(arms))
-    nrow = int(np.ceil(len(arms) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.35 * ncol, 2.1 * nrow + 0.5), sharey=True, sharex=True,
-                             squeeze=False)
+    fig, axes = panel_grid(len(arms), width=2.35, height=2.1, pad=0.5)
     for ax, a in zip(axes.flat, arms):
         mine = d[d["arm"] == a]
         seeds = set(mine["seed"])
@@ -311,11 +308,7 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
         if ref is not None:
             ax.legend(handles=[Line2D([], [], color="0.6", lw=1.6, label=f"{ref}, same seeds")], fontsize=6,
                       loc="best")
-    for k, ax in enumerate(axes.flat):
-        if k >= len(arms):
-            ax.set_axis_off()
-        elif k + ncol >= len(arms):  # nothing below it: it carries its own generation ticks
-            ax.tick_params(labelbottom=True)
+    finish_panel_grid(axes, len(arms))
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel, fontsize=8)
     for ax in axes[-1, :]:

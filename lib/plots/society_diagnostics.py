@@ -20,8 +20,8 @@ from ..analysis import diagnostics as dg
 from matplotlib.lines import Line2D
 
 from ..analysis.stats import BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, mean_ci_table
-from .style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, interval_bar, mean_curve,
-                    paired_difference_panel, use_style, within_bounds)
+from .style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, finish_panel_grid, interval_bar, mean_curve,
+                    paired_difference_panel, panel_grid, use_style, within_bounds)
 
 
 def _n_text(summ: pd.DataFrame) -> str:
@@ -137,10 +137,7 @@ def draw_selection_differential(df: pd.DataFrame):
     pts, _ = dg.selection_differential(df)
     per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
     order = _arms(pts)
-    ncol = min(4, len(order))
-    nrow = int(np.ceil(len(order) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.35 * ncol, 2.0 * nrow + 0.7), sharex=True, sharey=True,
-                             squeeze=False)
+    fig, axes = panel_grid(len(order), width=2.35, height=2.0, pad=0.7)
     for ax, a in zip(axes.flat, order):
         mine = per_gen[per_gen["arm"] == a]
         for m, extra in (("val", {}), ("test", {"ls": "--", "mfc": "white"})):
@@ -151,12 +148,7 @@ def draw_selection_differential(df: pd.DataFrame):
         ax.set_title(f"{a} (n = {int(mine['n'].max()) if len(mine) else 0})", fontsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
-    for k, ax in enumerate(axes.flat):
-        if k >= len(order):
-            ax.set_axis_off()
-        elif k + ncol >= len(order):
-            ax.tick_params(labelbottom=True)
-            ax.set_xlabel("generation", fontsize=8)
+    finish_panel_grid(axes, len(order), "generation")
     for ax in axes[:, 0]:
         ax.set_ylabel("selected − not selected", fontsize=8)
     key = [Line2D([], [], color="0.3", lw=1.2, marker="o", ms=3, label="val (seen by selection)"),

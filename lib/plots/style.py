@@ -284,6 +284,29 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
 P_LABEL_PAD = 48  # points above the axes that a column's rotated "p=…, n=…" takes (5.5 pt text)
 
 
+def panel_grid(n: int, *, width: float, height: float, pad: float, max_cols: int = 4):
+    """Small multiples: ``n`` panels on a grid of at most ``max_cols`` columns, x and y shared; each
+    panel ``width`` x ``height`` inches, ``pad`` inches for the title. Returns ``(fig, axes[nrow, ncol])``;
+    :func:`finish_panel_grid` hides the spare cells."""
+    ncol = min(max_cols, n)
+    nrow = int(np.ceil(n / ncol))
+    return plt.subplots(nrow, ncol, figsize=(width * ncol, height * nrow + pad), sharex=True, sharey=True,
+                        squeeze=False)
+
+
+def finish_panel_grid(axes, n: int, xlabel: str | None = None) -> None:
+    """Hide the cells of :func:`panel_grid` past the ``n``-th; a panel with nothing below it carries its
+    own x ticks (and ``xlabel``, when given)."""
+    ncol = axes.shape[1]
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_axis_off()
+        elif k + ncol >= n:
+            ax.tick_params(labelbottom=True)
+            if xlabel is not None:
+                ax.set_xlabel(xlabel, fontsize=8)
+
+
 def use_style() -> None:
     """The shared look: white grid, paper context, small fonts, no top/right spines. In a notebook,
     a displayed figure's PNG also carries an alt text (:func:`figure_alt`) for its page."""
