@@ -6,9 +6,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..core.config import load_yaml
-from ..core.paths import REPO_ROOT, data_dir
+from ..core.paths import data_dir
 from ..llm import society
+from .data import config_of, rows_of
 from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
@@ -16,9 +16,8 @@ def study_rows(scale: str) -> pd.DataFrame | None:
     """The society study's rows at ``scale``, finished runs only (``None`` when none has finished)."""
     from ..analysis.society_study import complete_runs
     from ..llm import society
-    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
-    folder = data_dir(scale, cfg["experiment"])
-    rows = complete_runs(society.load_rows(cfg, folder), cfg["generations"]) if folder.is_dir() else None
+    cfg, rows = config_of("society_study", scale), rows_of("society_study", scale)
+    rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
     return rows if rows is not None and len(rows) else None
 
 
@@ -31,7 +30,7 @@ def study_primary(scale: str) -> str:
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
-    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
+    cfg = config_of("society_study", scale)
 
     def word(r) -> str:
         target = min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
@@ -64,11 +63,9 @@ def society_primary(scale: str) -> str:
     from ..analysis.society_results import method_scores, primary_comparisons
     from ..analysis.stats import paired_permutation_test, sign_flip_ci
     from ..llm import society
-    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society" / f"{scale}.yaml"))
-    folder = data_dir(scale, cfg["experiment"])
-    if not folder.is_dir():
+    cfg, rows = config_of("society", scale), rows_of("society", scale)
+    if rows is None:
         return NO_DATA
-    rows = society.load_rows(cfg, folder)
     t = primary_comparisons(rows, cfg["families"])
     lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.full)} | {fmt(r.other_acc)} | {signed(r['diff'])} "
              f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
@@ -125,7 +122,7 @@ def study_cost_text(scale: str) -> str:
     import json
     from ..analysis.society_study import study_cost
     from ..sweep import LEDGER
-    cfg = society.validate_config(load_yaml(REPO_ROOT / "configs" / "society_study" / f"{scale}.yaml"))
+    cfg = config_of("society_study", scale)
     folder = data_dir(scale, cfg["experiment"])
     if not folder.is_dir():
         return "no data yet"

@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..core.config import load_yaml
-from ..core.paths import config_path, data_dir
+from ..core.paths import data_dir
+from .data import config_of as _config, rows_of as _rows
 from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 MAIN, RECOMBINATION = "society", "society_recombination"
@@ -30,25 +30,6 @@ RECOMBINATION_WHAT = {"full": "the exact merge; the reference, on these seeds",
 
 
 # ----------------------------------------------------------------------------- data (read once per scale)
-
-
-@lru_cache(maxsize=None)
-def _config(experiment: str, scale: str) -> dict | None:
-    from ..llm import society
-    p = config_path(experiment, scale)
-    return society.validate_config(load_yaml(p)) if p.is_file() else None
-
-
-@lru_cache(maxsize=None)
-def _rows(experiment: str, scale: str) -> pd.DataFrame | None:
-    """The rows of ``configs/<experiment>/<scale>.yaml`` (``None`` without config or data)."""
-    from ..llm import society
-    cfg = _config(experiment, scale)
-    folder = data_dir(scale, experiment)
-    if cfg is None or not folder.is_dir():
-        return None
-    rows = society.load_rows(cfg, folder)
-    return rows if len(rows) else None
 
 
 @lru_cache(maxsize=None)
