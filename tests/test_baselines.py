@@ -92,6 +92,13 @@ def test_every_baseline_writes_its_rows_and_cost(tiny_base, tmp_path):
     assert wide.loc["baseline_soup", "cost_train_steps"] == founders
     assert wide.loc["baseline_multitask", "cost_train_steps"] == society.lora_steps(s.agents * s.spec_train, s.spec_epochs, s.batch_size)
     assert wide.loc["baseline_task_arithmetic", "baseline_lambda"] in baselines.TA_LAMBDAS
+    # every grid setting's val accuracy is a row, and the chosen setting is the first with the best one
+    for arm, grid in (("baseline_task_arithmetic", [{"lambda": x} for x in baselines.TA_LAMBDAS]),
+                      ("baseline_ties", [{"density": d, "lambda": x} for d, x in baselines.TIES_GRID])):
+        scores = [wide.loc[arm, baselines.grid_key(c)] for c in grid]
+        first_best = grid[int(np.argmax(scores))]
+        assert all(wide.loc[arm, f"baseline_{k}"] == v for k, v in first_best.items())
+    assert not wide.loc["baseline_soup"].index[wide.loc["baseline_soup"].notna()].str.startswith("val_grid_").any()
     # done shards are skipped: a second run computes nothing and returns the same rows
     again = society.run_experiment(cfg, folder=tmp_path / "data", base=tiny_base)
     pd.testing.assert_frame_equal(rows, again)

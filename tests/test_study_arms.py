@@ -219,6 +219,39 @@ def test_grid_choices_name_a_mode_at_an_open_edge():
     assert not grid_choices(low, grids)["at_open_edge"].any()  # λ's lowest, 0.02: the natural bound λ = 0
 
 
+def _grid_rows(arm, seed, scores):
+    """A baseline's ``val_grid_*`` rows: ``scores`` maps (density, λ) to a val accuracy."""
+    import pandas as pd
+    from lib.llm.baselines import grid_key
+    return pd.DataFrame([{"arm": arm, "seed": seed, "generation": 7, "agent": 0,
+                          "metric": grid_key({"density": d, "lambda": lam}), "value": v}
+                         for (d, lam), v in scores.items()])
+
+
+def test_a_choice_at_a_grid_end_that_is_a_tie_is_not_an_open_edge():
+    """Density 0.2 chosen on every seed: where the whole grid's val accuracies show 0.2 tied with
+    inner densities (the merge at λ = 0.02 is nearly the base), the end is the grid order's tie break,
+    not the optimum; where 0.2 alone is best on most seeds, it is an open edge."""
+    import pandas as pd
+    from lib.analysis.society_study import grid_choices, grid_optima
+    from lib.llm.baselines import grid_of, parse_grid_key, grid_key
+    grids = {"baseline_ties": grid_of("wide")["baseline_ties"]}
+    chosen = pd.concat([_choice_rows("baseline_ties", "density", [0.2] * 4),
+                        _choice_rows("baseline_ties", "lambda", [0.02] * 4)])
+    tied = {(d, 0.02): 0.6 for d in (0.2, 0.5, 0.8, 1.0)} | {(0.2, 1.5): 0.3}
+    rows = pd.concat([chosen, *[_grid_rows("baseline_ties", s, tied) for s in range(4)]])
+    t = grid_choices(rows, grids).set_index("key")
+    assert t.loc["density", "mode"] == 0.2 and t.loc["density", "seeds_tied"] == 4
+    assert t.loc["density", "seeds_edge_optimum"] == 0 and not t.loc["density", "at_open_edge"]
+    assert grid_optima(rows, "baseline_ties", "density")[0] == {0.2, 0.5, 0.8, 1.0}
+    strict = {(0.2, 0.02): 0.7, (0.5, 0.02): 0.6, (1.0, 0.02): 0.6}
+    rows = pd.concat([chosen, *[_grid_rows("baseline_ties", s, strict if s < 3 else tied) for s in range(4)]])
+    t = grid_choices(rows, grids).set_index("key")
+    assert t.loc["density", "seeds_edge_optimum"] == 3 and t.loc["density", "at_open_edge"]
+    assert parse_grid_key(grid_key({"density": 0.8, "lambda": 1.5})) == {"density": 0.8, "lambda": 1.5}
+    assert parse_grid_key("val_overall") is None
+
+
 def test_a_run_still_in_progress_enters_no_comparison():
     import pandas as pd
     from lib.analysis.society_study import complete_runs, population_scores

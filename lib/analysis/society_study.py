@@ -169,11 +169,29 @@ def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def grid_optima(rows: pd.DataFrame, arm: str, key: str) -> pd.Series:
+    """Per seed of baseline ``arm``: the set of ``key`` values among the grid settings with the highest
+    val accuracy (the ``val_grid_*`` rows, :func:`lib.llm.baselines.grid_key`). More than one value: the
+    choice of ``key`` was a tie, broken by grid order. Empty where the rows hold no grid."""
+    from ..llm.baselines import parse_grid_key
+    d = rows[(rows["arm"] == arm) & rows["metric"].str.startswith("val_grid_")]
+    out = {}
+    for seed, g in d.groupby("seed"):
+        best = g["value"].max()
+        out[int(seed)] = frozenset(parse_grid_key(m)[key] for m in g.loc[g["value"] == best, "metric"])
+    return pd.Series(out, dtype=object)
+
+
 def grid_choices(rows: pd.DataFrame, grids: dict) -> pd.DataFrame:
     """Where each baseline's chosen hyperparameters fall in its grid: per (baseline, key) the modal
     chosen value, on how many seeds of how many, the grid's ends, and whether the mode is at an end
     that is not a natural bound (density 1; λ's lower end is bounded by λ = 0, the bare base, only
     when the end is within a factor 5 of 0 — else the grid was not widened far enough).
+
+    Where the rows hold the whole grid's val accuracies (:func:`grid_optima`), ``seeds_tied`` counts
+    the seeds whose best val accuracy is reached at several values of ``key`` (the choice is the grid
+    order's), and the mode is ``at_open_edge`` only when it is the *sole* optimum on most seeds with a
+    grid (``seeds_edge_optimum``): a tie is not a sign that the optimum lies beyond the grid.
 
     ``grids``: ``{baseline: {key: grid values}}`` (:func:`lib.llm.baselines.grid_of`)."""
     out = []
@@ -186,7 +204,11 @@ def grid_choices(rows: pd.DataFrame, grids: dict) -> pd.DataFrame:
             mode = float(counts.index[0])
             lo, hi = min(grid), max(grid)
             natural = (key == "density" and mode == 1.0) or (key == "lambda" and mode == lo and lo <= 0.05)
-            edge = mode in (lo, hi) and not natural
+            optima = grid_optima(rows, arm, key)
+            sole = int(sum(o == {mode} for o in optima))
+            edge = mode in (lo, hi) and not natural and (sole * 2 > len(optima) if len(optima) else True)
             out.append({"baseline": arm, "key": key, "mode": mode, "seeds_at_mode": int(counts.iloc[0]),
-                        "seeds": int(d["seed"].nunique()), "grid_lo": lo, "grid_hi": hi, "at_open_edge": edge})
+                        "seeds": int(d["seed"].nunique()), "grid_lo": lo, "grid_hi": hi,
+                        "seeds_with_grid": len(optima), "seeds_tied": int(sum(len(o) > 1 for o in optima)),
+                        "seeds_edge_optimum": sole, "at_open_edge": edge})
     return pd.DataFrame(out)

@@ -22,11 +22,12 @@ TIES and DARE act on the updates ``ΔWᵢ = sᵢ BᵢAᵢ`` themselves (peft's `
 with the full rank of each module, so the SVD back to a LoRA loses nothing), not on the A and B
 factors separately (peft's ``ties``, an approximation). Rows: one agent (``agent`` 0) at the last
 generation, with the society's test and val metrics, the chosen hyperparameters
-(``baseline_lambda``, ``baseline_density``) and the cost (``cost_train_steps``, ``cost_val_evals``).
+(``baseline_lambda``, ``baseline_density``), every grid setting's val accuracy (``val_grid_lambda0.05``,
+``val_grid_density0.2_lambda0.05``: :func:`grid_key`) and the cost (``cost_train_steps``, ``cost_val_evals``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -77,18 +78,38 @@ class Result:
     val_evals: int
     train_steps: int
     chosen: dict
+    grid_val: dict = field(default_factory=dict)  # {grid key (:func:`grid_key`): val accuracy} of every setting tried
 
 
-def choose_on_val(candidates: Sequence[dict], make: Callable[[dict], str], val_score: Callable[[str], float]) -> tuple[dict, str, int]:
+def grid_key(setting: dict) -> str:
+    """The row key of one grid setting's val accuracy: ``val_grid_density0.2_lambda0.05``."""
+    return "val_grid_" + "_".join(f"{k}{v:g}" for k, v in setting.items())
+
+
+def parse_grid_key(metric: str) -> dict | None:
+    """The setting of a :func:`grid_key` row (``{"density": 0.2, "lambda": 0.05}``); None for another metric."""
+    if not metric.startswith("val_grid_"):
+        return None
+    out = {}
+    for part in metric.removeprefix("val_grid_").split("_"):
+        key = part.rstrip("0123456789.e-")
+        out[key] = float(part[len(key):])
+    return out
+
+
+def choose_on_val(candidates: Sequence[dict], make: Callable[[dict], str],
+                  val_score: Callable[[str], float]) -> tuple[dict, str, dict]:
     """Build and score every candidate setting on val; the best wins (ties → the first in grid order).
-    Returns ``(setting, adapter name, val evaluations)``."""
-    best, best_v = None, -np.inf
+    Returns ``(setting, adapter name, {grid key: val accuracy})``: the whole grid's scores, so a reader
+    can tell a choice at a grid's end that is the optimum from one that is a tie broken by order."""
+    best, best_v, scores = None, -np.inf, {}
     for c in candidates:
         name = make(c)
         v = val_score(name)
+        scores[grid_key(c)] = float(v)
         if v > best_v:
             best, best_v = c, v
-    return best, make(best), len(candidates)
+    return best, make(best), scores
 
 
 def lorahub_weights(n: int, budget: int, objective: Callable[[np.ndarray], float], seed: int) -> tuple[np.ndarray, int]:
@@ -130,16 +151,16 @@ def run_baseline(method: str, base, founders: Sequence[str], s: Settings, *, val
     ta_lambdas, ties_grid = GRIDS[s.grids]
     if method == "baseline_task_arithmetic":
         grid = [{"lambda": lam} for lam in ta_lambdas]
-        c, name, k = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, "ta"), val_acc)
-        return Result(name, k, 0, c)
+        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, "ta"), val_acc)
+        return Result(name, len(scores), 0, c, scores)
     if method in ("baseline_ties", "baseline_dare_ties"):
         how = method.removeprefix("baseline_")
         rank = full_rank(base, founders)
         grid = [{"density": d, "lambda": lam} for d, lam in ties_grid]
-        c, name, k = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, how, how,
-                                                                  density=c["density"], svd_rank=rank, seed=seed),
-                                   val_acc)
-        return Result(name, k, 0, c)
+        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, how, how,
+                                                                       density=c["density"], svd_rank=rank, seed=seed),
+                                        val_acc)
+        return Result(name, len(scores), 0, c, scores)
     if method == "baseline_lorahub":
         def objective(w: np.ndarray) -> float:
             return 1.0 - val_acc(merge_adapters(base, founders, w.tolist(), "hub")) + LORAHUB_L1 * float(np.mean(np.abs(w)))
@@ -163,4 +184,5 @@ def baseline_metrics(result: Result, base_answer: Callable[[str, Sequence[str]],
         out["select_overall"] = fitness_of(base_answer(result.name, prompts(selection)), selection, s.families,
                                            verifier)["overall"]
     out.update({f"baseline_{k}": v for k, v in result.chosen.items()})
+    out.update(result.grid_val)
     return out
