@@ -26,6 +26,22 @@ PRIMARY = (
     ("inherit_merge − full", "inherit_merge", "full"),
     ("full − no_grounding", "full", "no_grounding"),
 )
+# (arm a, arm b, what a − b isolates): the secondary comparisons, each one switch between two arms;
+# reported with their raw p (uncorrected) and counted (:func:`secondary_table`)
+SECONDARY = (
+    ("verified@g0", "verified", "grounded selection and screening, with verified inheritance (g 0 vs 0.5)"),
+    ("niche_verified", "verified", "a niche per family, with verified inheritance"),
+    ("niche_inherit_merge", "inherit_merge", "a niche per family, with parameter inheritance"),
+    ("niche_inherit_merge", "niche", "parameter inheritance instead of distillation, with niches"),
+    ("full@inherit1000x1", "full", "1000 inherited answers instead of 240 (1 epoch)"),
+    ("full@matched", "full@inherit1000x1", "3 epochs over the 1000 answers instead of 1"),
+    ("full@e1", "full", "one elite copied unchanged (S3g)"),
+    ("no_grounding@e1", "no_grounding", "one elite copied unchanged, without grounding (S3g)"),
+    ("full@g0", "full", "the grounding knob g = 0 against 0.5 (S3b)"),
+    ("full@g0.25", "full", "g = 0.25 against 0.5 (S3b)"),
+    ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
+    ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
+)
 # what each arm borrows from the field (README and figures)
 BORROWS = {
     "full": "the seed's loop (distillation of 240 answers x 1 epoch)",
@@ -39,6 +55,11 @@ BORROWS = {
     "niche_inherit_merge": "CycleQD-like: niches + parameter inheritance",
     "niche_verified": "niches + verified inheritance",
 }
+
+
+def is_primary_arm(arm: str) -> bool:
+    """An arm of the six primary comparisons (:data:`PRIMARY`) or a baseline; the others are secondary."""
+    return is_baseline(arm) or any(arm in (a, b) for _, a, b in PRIMARY)
 
 
 def complete_runs(rows: pd.DataFrame, generations: int) -> pd.DataFrame:
@@ -80,9 +101,11 @@ def chosen_on_selection(rows: pd.DataFrame) -> tuple[str, str, pd.Series]:
 def paired(a: pd.Series, b: pd.Series) -> dict:
     """Paired comparison of ``a − b`` over the seeds both have."""
     both = pd.concat([a, b], axis=1).dropna()
-    if len(both) < 2:
-        return {"n": len(both), "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan}
     x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+    if len(both) < 2:  # the means of one seed, but no interval and no test
+        m = {"a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean())} if len(both) else \
+            {"a": np.nan, "b": np.nan, "diff": np.nan}
+        return {"n": len(both), **m, "lo": np.nan, "hi": np.nan, "p": np.nan}
     lo, hi = sign_flip_ci(x - y)
     return {"n": len(both), "a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean()),
             "lo": lo, "hi": hi, "p": paired_permutation_test(x, y)["p"]}
@@ -166,6 +189,20 @@ def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
         out.append({"arm": a, "n": len(v), "test": m, "lo": lo, "hi": hi,
                     "select": float(sel[a].mean()) if a in sel else np.nan,
                     "vs_full": r["diff"], "p_vs_full": r["p"], "borrows": BORROWS.get(a, "")})
+    return pd.DataFrame(out)
+
+
+def secondary_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The secondary comparisons (:data:`SECONDARY`): ``arm_a, arm_b, isolates, n, a_acc, b_acc, diff,
+    lo, hi, p`` (paired by seed as :func:`paired`; ``n = 0`` and NaNs while an arm has no finished run).
+    Their p is uncorrected: a reader counts them (the table's length) rather than trusting one."""
+    pop = population_scores(rows)
+    out = []
+    for a, b, what in SECONDARY:
+        r = (paired(pop[a], pop[b]) if a in pop and b in pop else
+             {"n": 0, "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan})
+        out.append({"arm_a": a, "arm_b": b, "isolates": what, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
+                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
     return pd.DataFrame(out)
 
 

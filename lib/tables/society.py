@@ -21,19 +21,36 @@ def study_rows(scale: str) -> pd.DataFrame | None:
     return rows if rows is not None and len(rows) else None
 
 
+def preregistered_seeds(cfg: dict, r) -> int:
+    """The seeds a primary comparison's row ``r`` is pre-registered on: the fewer of its two arms'."""
+    from ..llm.settings import arm_seeds
+    return min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
+
+
+def study_state(scale: str) -> str:
+    """Whether the six primary comparisons are final (each on its pre-registered seeds) or interim."""
+    from ..analysis.society_study import primary_table
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    cfg = config_of("society_study", scale)
+    short = [r for _, r in primary_table(rows).iterrows() if r.n < preregistered_seeds(cfg, r)]
+    return ("final: each on its pre-registered seeds" if not short else
+            f"interim: {len(short)} of 6 short of their pre-registered seeds")
+
+
 def study_primary(scale: str) -> str:
     """The six pre-registered comparisons (:func:`lib.analysis.society_study.primary_table`) with their
     verdict (:func:`lib.analysis.society_study.verdict`), marked *interim* while a comparison has fewer
     seeds than its config pre-registers."""
     from ..analysis.society_study import primary_table, verdict
-    from ..llm.settings import arm_seeds
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
     cfg = config_of("society_study", scale)
 
     def word(r) -> str:
-        target = min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
+        target = preregistered_seeds(cfg, r)
         w = verdict(num(r["diff"]), num(r.p_holm))
         return w if w == "—" or r.n >= target else f"{w} (interim: {int(r.n)} of {target} seeds)"
     lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
@@ -43,17 +60,78 @@ def study_primary(scale: str) -> str:
                      "p", "Holm p", "verdict (Holm p < 0.05)"], lines)
 
 
-def study_arms(scale: str) -> str:
-    """Every arm of the study: population accuracy, selection-pool accuracy, difference to ``full``."""
-    from ..analysis.society_study import arm_table
+def _arms_table(scale: str, primary: bool) -> str:
+    """Arms of the study (:func:`lib.analysis.society_study.arm_table`): population accuracy, selection-pool
+    accuracy, difference to ``full``; ``primary``: the arms of the six comparisons and the baselines, else
+    the secondary arms."""
+    from ..analysis.society_study import arm_table, is_primary_arm
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
+    t = arm_table(rows)
+    t = t[t["arm"].map(is_primary_arm) == primary]
+    if t.empty:
+        return NO_DATA
     lines = [f"| `{r.arm}` | {r.borrows or '—'} | {int(r.n)} | {fmt(r.test)} "
              + (f"[{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(num(r.lo)) else "(n < 2)")
-             + f" | {fmt(r.select)} | {signed(r.vs_full)} | {p_text(r.p_vs_full)} |" for _, r in arm_table(rows).iterrows()]
+             + f" | {fmt(r.select)} | {signed(r.vs_full)} | {p_text(r.p_vs_full)} |" for _, r in t.iterrows()]
     return markdown(["arm", "borrows", "seeds", "test [95 % CI (t, within [0, 1])]", "selection pool",
                       "− `full` (secondary)", "p"], lines)
+
+
+def study_arms(scale: str) -> str:
+    """The primary arms and the baselines (README)."""
+    return _arms_table(scale, primary=True)
+
+
+def study_arms_secondary(scale: str) -> str:
+    """The secondary arms (docs/study.md)."""
+    return _arms_table(scale, primary=False)
+
+
+def study_secondary(scale: str) -> str:
+    """The study's secondary comparisons (:func:`lib.analysis.society_study.secondary_table`), raw p."""
+    from ..analysis.society_study import secondary_table
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    lines = []
+    for k, r in secondary_table(rows).iterrows():
+        got = (f"{int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)}"
+               if r.n >= 2 else f"{int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | "
+               + ("not run yet" if r.n == 0 else f"{signed(r['diff'])} (one seed: no interval, no test)") + " | —")
+        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {got} |")
+    return markdown(["#", "comparison", "what it isolates", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                     "p (uncorrected)"], lines)
+
+
+def study_grids(scale: str) -> str:
+    """Where the baselines' chosen hyperparameters fall in their grids
+    (:func:`lib.analysis.society_study.grid_choices`), with the seeds whose val optimum was a tie."""
+    from ..analysis.society_study import grid_choices
+    from ..llm.baselines import grid_of
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    t = grid_choices(rows, grid_of(config_of("society_study", scale)["grids"]))
+    lines = [f"| `{r.baseline}` | {r.key} | {fmt(r.grid_lo, 2)}–{fmt(r.grid_hi, 2)} | {fmt(r['mode'], 2)} | "
+             f"{int(r.seeds_at_mode)} of {int(r.seeds)} | "
+             + (f"{int(r.seeds_tied)} of {int(r.seeds_with_grid)} | {int(r.seeds_edge_optimum)} | "
+                if r.seeds_with_grid else "— | — | ")
+             + ("**yes**" if r.at_open_edge else "no") + " |" for _, r in t.iterrows()]
+    return markdown(["baseline", "hyperparameter", "grid", "chosen most often", "on seeds",
+                     "seeds whose val optimum is a tie in it", "seeds where that value alone is best",
+                     "at an open end of the grid"], lines)
+
+
+def study_grid_near_base(scale: str) -> str:
+    """On how many seeds each λ-tuned baseline chose λ ≤ 0.05: a merge that is nearly the bare base."""
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    d = rows[rows["metric"] == "baseline_lambda"]
+    parts = [f"`{arm}` on {int((g['value'] <= 0.05).sum())} of {len(g)} seeds" for arm, g in d.groupby("arm", sort=False)]
+    return ", ".join(parts) if parts else "no data yet"
 
 
 def society_primary(scale: str) -> str:
@@ -142,7 +220,10 @@ def study_cost_text(scale: str) -> str:
 
 
 TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
+                                           "study-secondary": study_secondary,
+                                           "study-arms-secondary": study_arms_secondary, "study-grids": study_grids,
                                            "society-primary": society_primary}
-VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts,
+VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "study-state": study_state,
+                                           "study-grid-near-base": study_grid_near_base,
                                            "study-grounding-one-seed": study_grounding_one_seed,
                                            "study-cost": study_cost_text}

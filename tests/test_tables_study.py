@@ -1,0 +1,76 @@
+"""The society study's secondary comparisons and grid table (docs/study.md), recomputed from the CSVs."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.analysis.society_study import SECONDARY, grid_choices, secondary_table
+from lib.core.paths import data_dir
+from lib.llm.baselines import grid_of, grid_key
+from lib.tables import society as ts
+
+SMOKE = data_dir("smoke", "society_study")
+needs_smoke = pytest.mark.skipif(not SMOKE.is_dir(), reason="no smoke study data in this checkout")
+
+
+def _last_population(arm: str, seed: int, folder=SMOKE) -> float:
+    """Mean test_overall of the last generation's agents, straight from one shard's CSV."""
+    df = pd.read_csv(folder / f"{arm}_s{seed}.csv")
+    df = df[(df.metric == "test_overall") & (df.agent >= 0)]
+    return float(df[df.generation == df.generation.max()].value.mean())
+
+
+def test_secondary_table_is_paired_by_seed_and_counts_every_comparison():
+    rows = pd.DataFrame([{"arm": a, "seed": s, "generation": 7, "agent": k, "metric": "test_overall",
+                          "value": v + 0.01 * k, "selected": False, "conformity": 0.0, "score": 0.0}
+                         for s in range(6) for k in range(2)
+                         for a, v in (("full", 0.5), ("full@e1", 0.5 + 0.02 * (s + 1)), ("verified", 0.6))])
+    t = secondary_table(rows).set_index(["arm_a", "arm_b"])
+    assert len(t) == len(SECONDARY)
+    e = t.loc[("full@e1", "full")]
+    assert e.n == 6 and e["diff"] == pytest.approx(0.07) and e.p == pytest.approx(2 / 2 ** 6)
+    assert e.lo <= e["diff"] <= e.hi
+    assert t.loc[("verified@g0", "verified")].n == 0 and np.isnan(t.loc[("verified@g0", "verified")].p)
+
+
+@needs_smoke
+def test_secondary_table_at_smoke_holds_the_pandas_means():
+    md = ts.study_secondary("smoke")
+    for a, b, _ in SECONDARY:
+        assert f"`{a}` − `{b}`" in md
+    both = sorted({int(f.stem.rsplit("_s", 1)[1]) for f in SMOKE.glob("full@e1_s*.csv")}
+                  & {int(f.stem.rsplit("_s", 1)[1]) for f in SMOKE.glob("full_s*.csv")})
+    t = secondary_table(ts.study_rows("smoke")).set_index(["arm_a", "arm_b"])
+    r = t.loc[("full@e1", "full")]
+    assert r.n == len(both)
+    assert r.a_acc == pytest.approx(np.mean([_last_population("full@e1", s) for s in both]))
+    assert r.b_acc == pytest.approx(np.mean([_last_population("full", s) for s in both]))
+
+
+@needs_smoke
+def test_grid_choices_at_smoke_read_the_chosen_values_and_the_grid_from_the_rows():
+    rows = ts.study_rows("smoke")
+    t = grid_choices(rows, grid_of("wide")).set_index(["baseline", "key"])
+    df = pd.read_csv(SMOKE / "baseline_ties_s0.csv").set_index("metric")["value"]
+    grid = grid_of("wide")["baseline_ties"]
+    scores = {(d, lam): df[grid_key({"density": d, "lambda": lam})] for d in grid["density"] for lam in grid["lambda"]}
+    best = max(scores.values())
+    assert df["baseline_density"] in {d for (d, _), v in scores.items() if v == best}
+    r = t.loc[("baseline_ties", "density")]
+    assert r.seeds_with_grid == len(list(SMOKE.glob("baseline_ties_s*.csv")))
+    assert 0 <= r.seeds_edge_optimum + r.seeds_tied <= r.seeds_with_grid
+    assert "baseline_ties" in ts.study_grids("smoke")
+
+
+CPU = data_dir("cpu", "society_study")
+
+
+@pytest.mark.skipif(not CPU.is_dir(), reason="no cpu study data in this checkout")
+def test_no_baseline_of_the_committed_study_chose_an_open_end_of_its_grid():
+    """§2 of the study: every baseline's most chosen value lies inside its grid, at a natural bound, or
+    at an end only by a val tie (read from the committed rows)."""
+    rows = ts.study_rows("cpu")
+    t = grid_choices(rows, grid_of("wide"))
+    assert len(t) == 5
+    assert not t["at_open_edge"].any(), t[t["at_open_edge"]].to_string()
