@@ -225,13 +225,15 @@ def format_ci(lo, hi, n: int, *, digits: int = 4) -> str:
     return f"none (n = {n})"
 
 
-def mean_ci_table(df: pd.DataFrame, by: list[str], value: str = "value", *, level: float = LEVEL) -> pd.DataFrame:
+def mean_ci_table(df: pd.DataFrame, by: list[str], value: str = "value", *, level: float = LEVEL,
+                  bounds: tuple[float, float] | None = None) -> pd.DataFrame:
     """Per group of ``by``: n, mean and 95 % CI (t) ``lo, hi`` of ``value`` (rows are seeds; NaN CI
-    with n < 2)."""
+    with n < 2); with ``bounds``, the t-interval cut to them (:func:`bounded_t_ci`: an accuracy's (0, 1))."""
     out = []
     for key, g in df.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        m, lo, hi = t_ci(g[value].to_numpy(), level=level)
+        x = g[value].to_numpy()
+        m, lo, hi = t_ci(x, level=level) if bounds is None else bounded_t_ci(x, lo=bounds[0], hi=bounds[1], level=level)
         out.append({**dict(zip(by, key)), "n": int(g[value].notna().sum()), "mean": m, "lo": lo, "hi": hi})
     return pd.DataFrame(out, columns=[*by, "n", "mean", "lo", "hi"])
 

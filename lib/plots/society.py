@@ -473,13 +473,13 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
 
 def draw_g_sweep(sweep: pd.DataFrame):
     """S3b: the grounding-knob sweep: last-generation test accuracy of the ``full`` arm against g: one
-    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t). Knob values the sweep
+    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t, within [0, 1]). Knob values the sweep
     does not run come from the main run on the same seeds (:func:`load_data`: g = the config's g is
     its ``full`` arm, g = 0 its ``no_grounding`` arm), as the title says."""
     use_style()
     d = last_generation_table(sweep)
     d["g"] = d["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float)
-    t = mean_ci_table(d, ["g"])
+    t = mean_ci_table(d, ["g"], bounds=(0.0, 1.0))
     st = arm_style(REFERENCE)
     fig, ax = plt.subplots(figsize=(4.0, 3.3))
     for sd, part in d.groupby("seed"):
@@ -488,7 +488,7 @@ def draw_g_sweep(sweep: pd.DataFrame):
         ax.scatter(part["g"], part["value"], s=12, color=st["color"], alpha=0.5, lw=0, zorder=2)
     ci = np.isfinite(t["lo"]).all()
     ax.plot(t["g"], t["mean"], marker="D", ms=5, color="black", lw=1.2, zorder=3,
-            label=f"mean, {T_CI}" if ci else "mean over seeds")
+            label=f"mean, {BOUNDED_T_CI}" if ci else "mean over seeds")
     for r in t.itertuples():
         interval_bar(ax, r.g, r.lo, r.hi, "black")
     n = sorted(set(t["n"]))
@@ -496,7 +496,7 @@ def draw_g_sweep(sweep: pd.DataFrame):
     ax.set_xlabel("grounding knob g (0: conformity only, 1: verifier only)")
     ax.set_ylabel("test accuracy, last generation")
     run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
-    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seeds)\n"
+    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seed{'s' if max(n) > 1 else ''})\n"
                  f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
                  f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
                  fontsize=7.5)
@@ -539,7 +539,7 @@ PANELS: list[Panel] = [
           "ancestry of the last generation's top-scoring agent in colour."),
     Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
           "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean, "
-          f"{T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
+          f"{BOUNDED_T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
           "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
           source="sweep"),
 ] + society_results.PANELS + society_results.COMPARISON_PANELS + society_diagnostics.PANELS

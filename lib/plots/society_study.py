@@ -178,7 +178,7 @@ PANELS = [
           "each arm's seeds (n in the legend)."),
     Panel("S3b_study_g_sweep", _g_sweep,
           "The study's grounding knob: last-generation test accuracy of full at g = 0, 0.25, 0.75, 1 and full "
-          "itself (g = 0.5) on the same seeds (dots: seeds; mean, 95 % CI (t))."),
+          "itself (g = 0.5) on the same seeds (dots: seeds; mean, 95 % CI (t, within [0, 1]))."),
     Panel("S3g_study_elitism", _elitism,
           "The study's elitism pair (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation "
           "paired differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI "
