@@ -68,7 +68,7 @@ from .core.errors import MissingDependencyError, UserError, cli_main
 from .core.jsonfile import write_json
 from .core.locks import folder_lock
 from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
-from .core.paths import data_dir, data_root, rel, runs_dir, runs_root
+from .core.paths import data_dir, data_root, recorded_root, runs_dir, runs_root
 from .core.rows import last_done, read_rows, shard_path
 
 RAY_MISSING = ("lib.sweep needs Ray, an optional extra: install it with `pip install -e .[cluster]` "
@@ -477,7 +477,8 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
         else:
             todo.append(p)
     info = {"backend": "serial" if serial else "ray", "cpus_per_run": cpus_per_run,
-            "gpus_per_run": gpus_per_run, "data_root": rel(data_root()), "runs_root": rel(runs_root())}
+            "gpus_per_run": gpus_per_run, "data_root": recorded_root(data_root(), "GE_DATA_DIR"),
+            "runs_root": recorded_root(runs_root(), "GE_RUNS_DIR")}
 
     if todo:
         opts = {"env": env, "threads": max(1, int(cpus_per_run)), "fault": fault}

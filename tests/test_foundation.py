@@ -215,3 +215,7 @@ def test_paths_in_manifests_are_relative_to_the_repository_when_inside_it(tmp_pa
     from lib.core.paths import REPO_ROOT, rel
     assert rel(REPO_ROOT / "data" / "cpu") == "data/cpu" and rel("data/cpu") == "data/cpu"
     assert rel(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")  # outside: nothing to be relative to
+    from lib.core.paths import recorded_root
+    # a manifest records a root outside the repository by the variable that moved it, not the path
+    assert recorded_root(tmp_path / "runs", "GE_RUNS_DIR") == "$GE_RUNS_DIR"
+    assert recorded_root(REPO_ROOT / "runs", "GE_RUNS_DIR") == "runs" and recorded_root("data", "GE_DATA_DIR") == "data"

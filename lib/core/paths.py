@@ -62,6 +62,14 @@ def config_path(experiment: str, scale: str) -> Path:
     return CONFIGS / experiment / f"{check_scale(scale)}.yaml"
 
 
+def recorded_root(p, var: str) -> str:
+    """How a manifest records root ``p`` that ``$var`` may have moved: relative to the repository when
+    it lies inside it (:func:`rel`), else ``"$var"`` — never one machine's absolute path."""
+    p = Path(p)
+    inside = not p.is_absolute() or p.resolve().is_relative_to(REPO_ROOT)
+    return rel(p) if inside else f"${var}"
+
+
 def rel(p) -> str:
     """``p`` relative to the repository when it lies inside it, else as given (manifests and indexes
     must not carry one machine's absolute paths)."""
