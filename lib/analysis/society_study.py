@@ -101,14 +101,17 @@ def chosen_on_selection(rows: pd.DataFrame) -> tuple[str, str, pd.Series]:
 def paired(a: pd.Series, b: pd.Series) -> dict:
     """Paired comparison of ``a − b`` over the seeds both have."""
     both = pd.concat([a, b], axis=1).dropna()
+    if both.empty:
+        return {"n": 0, **dict.fromkeys(("a", "b", "diff", "lo", "hi", "p"), np.nan)}
     x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+    out = {"n": len(both), "a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean())}
     if len(both) < 2:  # the means of one seed, but no interval and no test
-        m = {"a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean())} if len(both) else \
-            {"a": np.nan, "b": np.nan, "diff": np.nan}
-        return {"n": len(both), **m, "lo": np.nan, "hi": np.nan, "p": np.nan}
+        return {**out, "lo": np.nan, "hi": np.nan, "p": np.nan}
     lo, hi = sign_flip_ci(x - y)
-    return {"n": len(both), "a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean()),
-            "lo": lo, "hi": hi, "p": paired_permutation_test(x, y)["p"]}
+    return {**out, "lo": lo, "hi": hi, "p": paired_permutation_test(x, y)["p"]}
+
+
+NO_ARM = pd.Series(dtype=float)  # an arm without finished runs: :func:`paired` gives n = 0 and NaNs
 
 
 def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -125,8 +128,7 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     for label, a, b in PRIMARY:
         a = best_arm if a == "best society arm" else a
         b = best_merge if b == "best one-shot merge" else b
-        r = (paired(pop[a], pop[b]) if a in pop and b in pop else
-             {"n": 0, "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan})
+        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
     t = pd.DataFrame(out)
@@ -199,8 +201,7 @@ def secondary_table(rows: pd.DataFrame) -> pd.DataFrame:
     pop = population_scores(rows)
     out = []
     for a, b, what in SECONDARY:
-        r = (paired(pop[a], pop[b]) if a in pop and b in pop else
-             {"n": 0, "a": np.nan, "b": np.nan, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan})
+        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"arm_a": a, "arm_b": b, "isolates": what, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
     return pd.DataFrame(out)

@@ -27,6 +27,7 @@ generation, with the society's test and val metrics, the chosen hyperparameters
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -90,11 +91,8 @@ def parse_grid_key(metric: str) -> dict | None:
     """The setting of a :func:`grid_key` row (``{"density": 0.2, "lambda": 0.05}``); None for another metric."""
     if not metric.startswith("val_grid_"):
         return None
-    out = {}
-    for part in metric.removeprefix("val_grid_").split("_"):
-        key = part.rstrip("0123456789.e-")
-        out[key] = float(part[len(key):])
-    return out
+    parts = (re.fullmatch(r"([A-Za-z]+)(.+)", part) for part in metric.removeprefix("val_grid_").split("_"))
+    return {m[1]: float(m[2]) for m in parts}
 
 
 def choose_on_val(candidates: Sequence[dict], make: Callable[[dict], str],

@@ -97,10 +97,10 @@ def study_secondary(scale: str) -> str:
         return NO_DATA
     lines = []
     for k, r in secondary_table(rows).iterrows():
-        got = (f"{int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)}"
-               if r.n >= 2 else f"{int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | "
-               + ("not run yet" if r.n == 0 else f"{signed(r['diff'])} (one seed: no interval, no test)") + " | —")
-        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {got} |")
+        diff = (f"{signed(r['diff'])} {ci(r.lo, r.hi)}" if r.n >= 2 else
+                f"{signed(r['diff'])} (one seed: no interval, no test)" if r.n == 1 else "not run yet")
+        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {fmt(r.a_acc)} | "
+                     f"{fmt(r.b_acc)} | {diff} | {p_text(r.p) if r.n >= 2 else '—'} |")
     return markdown(["#", "comparison", "what it isolates", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
                      "p (uncorrected)"], lines)
 
