@@ -203,6 +203,37 @@ def test_variants_are_compared_with_the_reference_of_their_tag():
     assert s.loc["full@e1", "reference"] == "full"
 
 
+def test_breeding_arms_are_compared_with_the_full_run_beside_them():
+    arms = ["full", "no_grounding", "no_sex", "sex_ties", "full@breeding"]
+    assert plots.arm_reference("no_sex", arms) == "full@breeding"
+    assert plots.arm_reference("sex_ties", arms) == "full@breeding"
+    assert plots.arm_reference("no_grounding", arms) == "full"  # not a breeding arm: the main full
+    assert plots.arm_reference("full@breeding", arms) == "full"  # the re-run against the main run
+    assert plots.arm_reference("no_sex", ["full", "no_sex"]) == "full"  # no own full: the main one
+    # no_sex is 0.1 below the full beside it and 0.2 above the main full: the pairing decides the sign
+    last = pd.DataFrame({"arm": [a for a in ("full", "full@breeding", "no_sex") for _ in range(3)],
+                         "seed": [0, 1, 2] * 3, "value": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.5, 0.6, 0.7]})
+    s = plots.paired_vs_reference(last)[1].set_index("arm")
+    assert s.loc["no_sex", "mean"] == pytest.approx(-0.1) and s.loc["no_sex", "reference"] == "full@breeding"
+    assert s.loc["full@breeding", "mean"] == pytest.approx(0.3)
+
+
+def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():
+    data = plots.load_data("smoke")
+    rows, walls = data["rows"], data["walls"]
+    own = pd.read_csv(REPO_ROOT / "data" / "smoke" / "society_recombination" / "full_s0.csv")
+    got = rows[rows["arm"] == "full@breeding"]
+    assert len(got) == len(own) and set(got["experiment"]) == {"society_recombination"}
+    assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society"}  # the main full is not mixed
+    main = plots.shard_walls(sorted((REPO_ROOT / "data" / "smoke" / "society").glob("full_s*.csv")))
+    assert len(walls[walls["arm"] == "full"]) == len(main)  # the main full's walls alone, not the re-run's too
+    assert set(walls.loc[walls["arm"] == "full@breeding", "seed"]) == set(own["seed"])
+    # Fig. 3f compares the main run's arms; a breeding arm is compared with its own full in Fig. 3a
+    from lib.analysis.society_results import method_scores
+    methods = set(method_scores(rows, data["families"])["method"])
+    assert "full" in methods and not methods & {"no_sex", "sex_linear", "sex_sum", "sex_ties", "full@breeding"}
+
+
 def test_a_shard_in_two_folders_is_refused_not_counted_twice(tmp_path, monkeypatch):
     # the main run and the recombination runs both holding no_sex_s0 (a config's arm run in the wrong folder)
     src = REPO_ROOT / "data" / "smoke"

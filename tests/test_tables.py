@@ -67,3 +67,25 @@ def test_study_verdicts_name_each_primary_comparison_once():
     assert text.startswith("wins: ") and "; ties: " in text and "; losses: " in text
     for k in range(1, 7):
         assert text.count(f"{k} (") == 1, (k, text)
+
+
+
+def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(tmp_path, monkeypatch):
+    import shutil
+
+    from lib.core.paths import REPO_ROOT
+    from lib.tables import data as table_data, society_results as sr
+    rows = sr._breeding_rows.__wrapped__("smoke")
+    assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society_recombination"}
+    assert set(rows["arm"]) == {"full", "no_sex", "sex_linear", "sex_sum", "sex_ties"}
+    # a recombination folder without its own full (the older layout) gives no breeding table, never the
+    # main run's full of another commit
+    for exp in ("society", "society_recombination"):
+        shutil.copytree(REPO_ROOT / "data" / "smoke" / exp, tmp_path / exp)
+    (tmp_path / "society_recombination" / "full_s0.csv").unlink()
+    monkeypatch.setattr(table_data, "data_dir", lambda scale, exp: tmp_path / exp)
+    table_data.rows_of.cache_clear()
+    try:
+        assert sr._breeding_rows.__wrapped__("smoke") is None
+    finally:
+        table_data.rows_of.cache_clear()

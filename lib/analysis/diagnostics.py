@@ -131,6 +131,19 @@ def parents_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["arm", "seed", "generation", "agent"]).reset_index(drop=True)
 
 
+# ----------------------------------------------------------------------------- references run beside other arms
+
+BESIDE = "full@breeding"  # the `full` of configs/society_recombination/, run beside its breeding arms
+BREEDING_ARMS = ("no_sex", "sex_linear", "sex_sum", "sex_ties")  # the arms that folder compares with it
+
+
+def own_reference(arm: str, arms) -> str | None:
+    """The reference run beside ``arm`` at the same commit, in the same folder: :data:`BESIDE` for a
+    breeding arm when it is among ``arms``; else ``None`` (the arm is compared with the main ``full``).
+    A breeding arm is never paired with a ``full`` of another folder when its own is there."""
+    return BESIDE if arm in BREEDING_ARMS and BESIDE in set(arms) else None
+
+
 # ----------------------------------------------------------------------------- founders
 
 

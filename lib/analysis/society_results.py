@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..methods.operators import founder_family
 from .diagnostics import (AGENT, RUN, _founder_family_points, _over_seeds, agents_wide, arms_in, ci_over_seeds,
-                          founders_arm, inheritance_fidelity, is_baseline, paired_over_seeds, parents_table,
+                          founders_arm, inheritance_fidelity, is_baseline, own_reference, paired_over_seeds, parents_table,
                           population_metric, recombination_gain, selection_differential)
 from .stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci, paired_differences
 
@@ -201,7 +201,8 @@ def generalists(rows: pd.DataFrame, families, min_families=(1, 2)) -> pd.DataFra
 def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
     """Per (method, seed, metric) at the last generation, ``value`` = test accuracy (``metric``:
     ``overall`` or a family). Methods, in this order: every plain society arm (its population mean;
-    variants ``<arm>@…`` are compared in S3g), each one's val-selected agent ``<arm> (val-best)`` (the
+    variants ``<arm>@…`` are compared in S3g; a breeding arm run beside its own ``full``, with it in
+    Fig. 3a, :func:`lib.analysis.diagnostics.own_reference`), each one's val-selected agent ``<arm> (val-best)`` (the
     last generation's agent with the highest ``val_overall``, ties → lowest index: what a user would
     deploy), every baseline (its one model), :data:`FOUNDERS` (generation 0's population mean, from
     :func:`lib.analysis.diagnostics.founders_arm`) and :data:`BASE` (the bare base)."""
@@ -209,7 +210,7 @@ def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
     cols = [f"test_{k}" for k in keys]
     w = agents_wide(rows, cols)
     last = last_generation(w)
-    arms = [a for a in arms_in(rows) if "@" not in a]
+    arms = [a for a in arms_in(rows) if "@" not in a and own_reference(a, arms_in(rows)) is None]
     pop, best = [], []
     for arm in arms:
         for seed, g in last[last["arm"] == arm].groupby("seed"):

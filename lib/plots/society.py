@@ -22,8 +22,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ..analysis.diagnostics import (PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
-                                    parents_table, population_metric)
+from ..analysis.diagnostics import (BESIDE, PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
+                                    own_reference, parents_table, population_metric)
 from ..analysis.society_results import base_scores
 from ..analysis.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences,
                               t_ci)
@@ -39,7 +39,7 @@ from .style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, interva
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
 ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
-RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties on the main run's seeds 0-7
+RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties and their own full, seeds 0-7
 NOTEBOOK = "03_society_arms.ipynb"
 ARM_ORDER = ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"]
 
@@ -67,7 +67,9 @@ def shard_walls(files) -> pd.DataFrame:
 def load_data(scale: str) -> dict:
     """``{"rows", "files", "walls", "sweep", "sweep_files", "families", "configs", "sweep_configs"}``
     from ``data/<scale>/society[_recombination|_elitism|_g_sweep]/`` (``rows``: the main run, the
-    other breeding arms and the elitism comparison's runs, all on the main run's settings and founders;
+    other breeding arms and the elitism comparison's runs, all on the main run's settings; the
+    recombination folder's own ``full``, run beside its breeding arms, is read as :data:`BESIDE`
+    (``full@breeding``), their reference (:func:`arm_reference`);
     ``walls``: their wall seconds per generation, :func:`shard_walls`; ``sweep``:
     the grounding-knob sweep; ``families``: the config's task families, in its order; ``configs``: the
     configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
@@ -80,17 +82,22 @@ def load_data(scale: str) -> dict:
         raise FileNotFoundError(f"no society rows in {folder}: run "
                                 f"`python -m lib.experiment configs/society/{scale}.yaml`")
     configs = [config_path(EXPERIMENT, scale)]
-    for extra in (RECOMBINATION, ELITISM):  # runs on the main run's settings, founders and seeds: read with it
+    beside = []  # the recombination folder's own full: read as full@breeding, its breeding arms' reference
+    for extra in (RECOMBINATION, ELITISM):  # runs on the main run's settings and seeds: read with it
         more = _shards(data_dir(scale, extra))
+        if extra == RECOMBINATION:
+            beside = [f for f in more if shard_keys(f)[0] == REFERENCE]
         files += more
         configs += [config_path(extra, scale)] if more else []
     seen = {}
     for f in files:  # an arm run twice (two folders) would count its agents twice in every mean
-        if Path(f).name in seen:
-            raise DataMismatchError(f"{f} and {seen[Path(f).name]} hold the same shard: keep the one whose "
+        key = (BESIDE if f in beside else "") + Path(f).name
+        if key in seen:
+            raise DataMismatchError(f"{f} and {seen[key]} hold the same shard: keep the one whose "
                                     f"folder's config lists its arm and move the other aside")
-        seen[Path(f).name] = f
-    rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)  # checked, as in lib.core.rows
+        seen[key] = f
+    rows = pd.concat([read_shard(f, "generation").assign(**({"arm": BESIDE} if f in beside else {}))
+                      for f in files], ignore_index=True)  # checked, as in lib.core.rows
     sfolder = data_dir(scale, SWEEP)
     sfiles = _shards(sfolder)
     sweep = pd.concat([read_shard(f, "generation") for f in sfiles], ignore_index=True) if sfiles else None
@@ -100,9 +107,15 @@ def load_data(scale: str) -> dict:
         sfiles = list(sfiles) + borrowed
         sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
     families = list(load_yaml(config_path(EXPERIMENT, scale))["families"])
-    return {"rows": rows, "files": [str(f) for f in files], "walls": shard_walls(files), "sweep": sweep,
+    return {"rows": rows, "files": [str(f) for f in files], "walls": _walls(files, beside), "sweep": sweep,
             "sweep_files": [str(f) for f in sfiles],
             "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}
+
+
+def _walls(files, beside) -> pd.DataFrame:
+    """:func:`shard_walls` of ``files``, those of ``beside`` under the arm name :data:`BESIDE`."""
+    mine, own = shard_walls([f for f in files if f not in beside]), shard_walls(beside)
+    return pd.concat([mine, own.assign(arm=BESIDE)], ignore_index=True) if len(own) else mine
 
 
 def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
@@ -159,11 +172,15 @@ REFERENCE = "full"
 
 
 def arm_reference(arm: str, arms) -> str | None:
-    """The arm ``arm`` is compared with: ``full`` for a plain arm; for a variant ``<arm>@<tag>``
-    (e.g. ``no_grounding@e1``) the reference run with the same tag (``full@e1``) when present, else
-    ``full``; ``full@<tag>`` itself is compared with ``full``. ``None`` for ``full``."""
+    """The arm ``arm`` is compared with: ``full`` for a plain arm, but a breeding arm with the ``full``
+    run beside it (``full@breeding``, :func:`lib.analysis.diagnostics.own_reference`) when present; for
+    a variant ``<arm>@<tag>`` (e.g. ``no_grounding@e1``) the reference run with the same tag
+    (``full@e1``) when present, else ``full``; ``full@<tag>`` itself is compared with ``full``.
+    ``None`` for ``full``."""
     if arm == REFERENCE:
         return None
+    if (own := own_reference(arm, arms)) is not None:
+        return own
     base, sep, tag = arm.partition("@")
     if sep and base != REFERENCE and f"{REFERENCE}@{tag}" in set(arms):
         return f"{REFERENCE}@{tag}"
@@ -515,8 +532,8 @@ PANELS: list[Panel] = [
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
           "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
           "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
-          "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run) on the same "
-          f"seed (dots), {_B}."),
+          "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
+          f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),
     Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"], data.get("families")),
           "Held-out test accuracy per task family, per generation and arm (mean over agents, then over seeds; no "
           "interval), full on top; grey dash-dotted: the bare base on the family."),

@@ -493,7 +493,8 @@ def _novel(data) -> list[str]:
 def _comparison_caption(data) -> str:
     base = [a for a in dg.arms_in(data["rows"]) if dg.is_baseline(a)]
     return ("The society against the field's merge methods, last generation: every method minus full's "
-            "population mean on the same seed — the arms (population mean), "
+            "population mean on the same seed — the main run's arms (population mean; the breeding arms are "
+            "compared with the full run beside them, Fig. 3a), "
             f"the baselines ({', '.join(base) if base else 'none in these data'}), the founders' mean and the bare "
             f"base, overall test accuracy (dots: seeds; mean, {SIGN_FLIP_CI}, none with < 6 seeds; exact sign-flip "
             "p). Each arm's val-selected agent: S3k; per family: S3l; cost: S3m.")

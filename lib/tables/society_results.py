@@ -2,7 +2,7 @@
 
 Everything is computed by :mod:`lib.analysis.society_results` and :mod:`lib.analysis.diagnostics` from
 the rows of ``configs/society/<scale>.yaml`` (the main run), ``configs/society_recombination/`` (the
-other breeding arms, compared with the main run's ``full`` on their seeds) and the manifest of the
+other breeding arms, compared with the ``full`` run beside them in that folder) and the manifest of the
 main run's folder; this module only formats. Accuracies carry a 95 % CI (t, within [0, 1]); paired
 differences a 95 % CI (sign-flip inversion), which stays within [−1, 1].
 """
@@ -22,7 +22,7 @@ from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 MAIN, RECOMBINATION = "society", "society_recombination"
 SECONDARY = ("society_study", "society_elitism", "society_g_sweep")  # configs that hold S3g / S3b arms
 SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms are followed on
-RECOMBINATION_WHAT = {"full": "the exact merge; the reference, on these seeds",
+RECOMBINATION_WHAT = {"full": "the exact merge; the reference, run beside them",
                       "no_sex": "children distilled from copies",
                       "sex_linear": "peft's linear merge of the factors",
                       "sex_sum": "the parents' updates added; this project's",
@@ -40,12 +40,11 @@ def _walls(scale: str) -> pd.DataFrame:
 
 @lru_cache(maxsize=None)
 def _breeding_rows(scale: str) -> pd.DataFrame | None:
-    """The recombination arms with the main run's ``full`` on their seeds (``None`` without them)."""
-    main, more = _rows(MAIN, scale), _rows(RECOMBINATION, scale)
-    if main is None or more is None:
+    """The recombination arms with the ``full`` run beside them in their own folder, on the same seeds, at
+    the same commit (``None`` without them, or when the folder holds no ``full``: an older layout)."""
+    if _rows(MAIN, scale) is None or (more := _rows(RECOMBINATION, scale)) is None or "full" not in set(more["arm"]):
         return None
-    full = main[(main["arm"] == "full") & main["seed"].isin(set(more["seed"]))]
-    return pd.concat([full, more], ignore_index=True)
+    return more
 
 
 def _families(scale: str) -> list[str]:
