@@ -127,15 +127,38 @@ def test_budgets_and_designs_resolve_from_the_arm_name():
     v = resolve_arm(cfg, "verified@g0")
     assert (v.g, v.inherit, v.n_inherit, v.epochs) == (0.0, "verified", 1000, 3)
     assert (resolve_arm(cfg, "full@inherit1000x1").n_inherit, resolve_arm(cfg, "full@inherit1000x1").epochs) == (1000, 1)
+    sb = resolve_arm(cfg, "full@seed_budget")  # the seed's own budget: 6 merges screened, 2 epochs over 240
+    assert (sb.n_inherit, sb.epochs, sb.n_candidates) == (cfg["n_inherit"], 2, 6)
+    assert (cfg["epochs"], cfg["n_candidates"]) == (1, 2) and resolve_arm(cfg, "full").n_candidates == 2
     im = resolve_arm(cfg, "niche_inherit_merge")
     assert (im.selection, im.inherit, im.distills) == ("niche", "merge", False)
     assert arm_design("no_diversity", 0.5)["selection"] == "top"
+
+
+def test_seed_budget_screens_six_merges_and_trains_two_epochs_in_a_run(tmp_path):
+    from lib.llm.models import load_base
+    from tests.test_baselines import MICRO
+    cfg = validate_config({**MICRO, "experiment": "seed_budget_test", "arms": ["full", "full@seed_budget"],
+                           "adapters_dir": str(tmp_path / "runs")})
+    rows = society.run_experiment(cfg, folder=tmp_path / "data", base=load_base("tiny", device="cpu"))
+    cost = rows[rows.metric.str.startswith("cost_") & (rows.generation == 1)].pivot_table(
+        index="arm", columns="metric", values="value")
+    s = Settings.of(cfg)
+    children = (s.generations - 1) * s.agents
+    # screening: each child's pair is screened on 6 merges instead of 2 (val evaluations per merge: 1)
+    assert cost.loc["full@seed_budget", "cost_val_evals"] - cost.loc["full", "cost_val_evals"] == children * (6 - 2)
+    # training: 2 epochs over the same inherited answers instead of 1 (the founders' steps are shared)
+    founders = s.agents * society.lora_steps(s.spec_train, s.spec_epochs, s.batch_size)
+    child_steps = lambda a: cost.loc[a, "cost_train_steps"] - founders  # noqa: E731
+    assert child_steps("full@seed_budget") == 2 * child_steps("full") > 0
 
 
 @pytest.mark.parametrize("bad, says", [
     ("inherit_merge@matched", "trains no child"),
     ("niche@g0", "contradicts g = 0"),
     ("full@matched@matched", "each modifier once"),
+    ("full@matched@seed_budget", "each modifier once"),  # two budgets
+    ("inherit_merge@seed_budget", "trains no child"),
     ("full@inherit2x1", "not allowed"),         # fewer answers than families
     ("full@inheritx3", "expected"),
     ("verifed", "not allowed"),

@@ -34,6 +34,9 @@ DESIGNS = {
     "niche_inherit_merge": {"selection": "niche", "inherit": "merge"},
     "niche_verified": {"selection": "niche", "inherit": "verified", "budget": "matched"},
 }
+# The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
+# SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
+SEED_BUDGET = {"epochs": 2, "n_candidates": 6}
 # the field's one-shot merges and multitask training on the same founders (lib.llm.baselines)
 BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
              "baseline_lorahub", "baseline_multitask")
@@ -97,7 +100,8 @@ class Arm:
     ``"linear"``: peft's linear merge of the factors; ``"sum"``, ``"ties"``: the additions that do not
     dilute, :data:`lib.llm.generation.MERGES`); ``diversity`` quality-diversity selection
     (else top-P); ``elitism`` the top scorers copied unchanged; ``selection``, ``inherit`` and the
-    children's budget (``n_inherit`` answers × ``epochs``) as :func:`arm_design` resolves them.
+    children's budget (``n_inherit`` answers × ``epochs``, ``n_candidates`` merges screened per pair) as
+    :func:`arm_design` resolves them.
     """
 
     label: str
@@ -110,6 +114,7 @@ class Arm:
     inherit: str = "distill"   # "distill" | "verified" | "merge"
     n_inherit: int = 240       # the inheritance pool a child learns from (per generation) ...
     epochs: int = 1            # ... and its epochs over it
+    n_candidates: int = 2      # merges screened per pair of parents
 
     @property
     def grounded(self) -> bool:
@@ -122,19 +127,21 @@ class Arm:
 
 
 def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
-    """An arm name with optional modifiers: ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs>]``.
+    """An arm name with optional modifiers:
+    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget]``.
 
     ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism, "budget": None}``; ``"full@g0.25"``
     runs the arm at its own grounding knob (the grounding-knob sweep); ``"full@e1"`` with its own
     number of elites (the elitism comparison); ``"full@matched"`` trains each child as long as a
-    founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget). Raises
+    founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget),
+    ``"full@seed_budget"`` screens and trains as the seed does (:data:`SEED_BUDGET`). Raises
     ``ValueError`` on a malformed name.
     """
     name, *mods = arm.split("@")
     out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None}
     seen = set()
     for m in mods:
-        kind = "budget" if m == "matched" or m.startswith("inherit") else m[:1]
+        kind = "budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else m[:1]
         try:
             if kind in seen:
                 raise ValueError
@@ -143,8 +150,8 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
                 out["g"] = float(m[1:])
             elif kind == "e":
                 out["elitism"] = int(m[1:])
-            elif m == "matched":
-                out["budget"] = "matched"
+            elif m in ("matched", "seed_budget"):
+                out["budget"] = m.removesuffix("_budget")
             elif kind == "budget":
                 n, x, e = m.removeprefix("inherit").partition("x")
                 if not x or int(n) < 1 or int(e) < 1:
@@ -153,8 +160,9 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
             else:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs>] "
-                             f"with each modifier once, e.g. full@g0.25, full@e1, full@matched or full@inherit1000x1"
+            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs> | "
+                             f"@seed_budget] with each modifier once, e.g. full@g0.25, full@e1, full@matched, "
+                             f"full@inherit1000x1 or full@seed_budget"
                              ) from None
     return out
 
@@ -176,7 +184,7 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
     if p["budget"] is not None:
         if d["inherit"] == "merge":
             raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
-                             f"so a budget modifier (@matched, @inherit<n>x<e>) contradicts it")
+                             f"so a budget modifier (@matched, @inherit<n>x<e>, @seed_budget) contradicts it")
         d["budget"] = p["budget"]
     if d["selection"] == "niche" and st["g"] == 0:
         raise ValueError(f"arm {arm!r}: niche selection reads each family's val accuracy (the verifier), which "
@@ -191,10 +199,12 @@ def resolve_arm(cfg: dict, label: str) -> Arm:
     merge = None if s["sex"] is None else ("linear" if cfg["kind"] == "llm_society" else s["sex"])
     budget = d["budget"]
     n_inherit, epochs = ((cfg["n_inherit"], cfg["epochs"]) if budget is None else
-                         (cfg["spec_train"], cfg["spec_epochs"]) if budget == "matched" else budget)
+                         (cfg["spec_train"], cfg["spec_epochs"]) if budget == "matched" else
+                         (cfg["n_inherit"], SEED_BUDGET["epochs"]) if budget == "seed" else budget)
+    n_candidates = SEED_BUDGET["n_candidates"] if budget == "seed" else cfg["n_candidates"]
     return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
                diversity=s["diversity"], elitism=s["elitism"], selection=d["selection"], inherit=d["inherit"],
-               n_inherit=n_inherit, epochs=epochs)
+               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates)
 
 
 def merge_method(cfg: dict, arm: str) -> str | None:

@@ -351,7 +351,7 @@ def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path,
         return run_baseline_shard(base, rc, arm, seed, folder=folder, verifier=verifier, progress=progress,
                                   timer=timer, trainer=trainer)
     cfg, s, a = rc.cfg, rc.settings, resolve_arm(rc.cfg, arm)
-    s = replace(s, n_inherit=a.n_inherit, epochs=a.epochs)  # the arm's children's budget
+    s = replace(s, n_inherit=a.n_inherit, epochs=a.epochs, n_candidates=a.n_candidates)  # the arm's children's budget
     pools = pools_for(s, seed)
     rows = RowWriter(s.experiment, arm, seed)
     shard = shard_path(folder, arm, seed)
