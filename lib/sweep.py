@@ -65,6 +65,7 @@ import pandas as pd
 from . import experiment as _experiment
 from .core.config import ConfigError
 from .core.errors import MissingDependencyError, UserError, cli_main
+from .core.device import device_name, float_path
 from .core.jsonfile import write_json
 from .core.locks import folder_lock
 from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
@@ -277,7 +278,8 @@ LEDGER = "sweeps.jsonl"
 
 def ledger_line(runs: list[dict], info: dict, load_start: tuple[float, ...]) -> dict | None:
     """One sweep's entry in the folder's ledger (:data:`LEDGER`, one JSON object per line, appended;
-    ``None`` when the sweep ran nothing): when it finished, the commit it ran at, the host's CPUs and
+    ``None`` when the sweep ran nothing): when it finished, the commit it ran at, the host's CPUs, their
+    float path (:func:`lib.core.device.float_path`: runs on another kernel level train other founders) and
     its 1/5/15-minute load averages at the start and at the end, and each run's wall seconds. The
     manifest keeps only the last sweep; a study run over many sweeps and sessions quotes its wall time
     and load from here."""
@@ -286,6 +288,7 @@ def ledger_line(runs: list[dict], info: dict, load_start: tuple[float, ...]) -> 
         return None
     load_end = os.getloadavg() if hasattr(os, "getloadavg") else ()
     return {"finished": now(), "git": git_state(), "host": socket.gethostname(), "cpus": os.cpu_count(),
+            "device": device_name(), "float_path": float_path(),
             "load_start": [round(x, 2) for x in load_start], "load_end": [round(x, 2) for x in load_end],
             **{k: info[k] for k in ("backend", "cpus_per_run", "wall_s") if k in info}, "runs": ran}
 

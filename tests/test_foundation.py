@@ -85,6 +85,8 @@ def test_manifest_records_provenance_and_detects_other_configs(tmp_path):
     for key in ("config", "config_hash", "git", "versions", "device", "seeds", "started", "wall_s"):
         assert key in m
     assert m["seeds"] == [0, 1] and m["versions"]["numpy"]
+    import torch  # the kernel level that decides a CPU run's floats (founders differ across levels)
+    assert m["float_path"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert not manifest.manifest_matches(tmp_path, cfg)  # still running
     assert manifest.manifest_matches(tmp_path, cfg, complete=False)
     manifest.check_resumable(tmp_path, cfg)  # same config: fine

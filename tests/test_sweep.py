@@ -100,6 +100,7 @@ def test_serial_sweep_equals_one_process_run(tmp_path, monkeypatch, tm_serial):
     assert len(ledger) == 1 and sorted((r["arm"], r["seed"]) for r in ledger[0]["runs"]) == sorted(
         (r["arm"], r["seed"]) for r in res.runs)
     assert len(ledger[0]["load_start"]) == 3 and ledger[0]["cpus"] >= 1 and "commit" in ledger[0]["git"]
+    assert ledger[0]["float_path"]["torch_cpu_capability"] and ledger[0]["device"]
     again = sweep.run_sweep(tool_mutation.validate_config(TM), serial=True, progress=False)
     assert {r["status"] for r in again.runs} == {"skipped"}
     assert len((res.folder / sweep.LEDGER).read_text().splitlines()) == 1  # a sweep that ran nothing adds no line

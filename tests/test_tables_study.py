@@ -34,6 +34,24 @@ def test_secondary_table_is_paired_by_seed_and_counts_every_comparison():
     assert t.loc[("verified@g0", "verified")].n == 0 and np.isnan(t.loc[("verified@g0", "verified")].p)
 
 
+def test_pairs_whose_founders_differ_are_counted_per_seed():
+    # founders (generation 0) identical in full and full@e1 on seeds 0-4; seed 5's full@e1 founders were
+    # trained where the floats differ (one agent's val 0.51 instead of 0.5)
+    def run(arm, s):
+        f0 = [{"arm": arm, "seed": s, "generation": 0, "agent": k, "metric": m, "selected": True, "conformity": 0.0,
+               "score": 0.0, "value": 0.5 + 0.1 * k + (0.01 if (arm, s, k, m) == ("full@e1", 5, 1, "val_overall") else 0)}
+              for k in range(2) for m in ("val_overall", "test_overall")]
+        return f0 + [{**r, "generation": 7, "value": r["value"] + (0.1 if arm == "full@e1" else 0)} for r in f0]
+    rows = pd.DataFrame([r for s in range(6) for a in ("full", "full@e1") for r in run(a, s)])
+    from lib.analysis.society_study import founders_of, seeds_on_other_founders
+    f = founders_of(rows)
+    assert seeds_on_other_founders(f, "full@e1", "full", range(6)) == 1
+    assert seeds_on_other_founders(f, "full@e1", "full", range(5)) == 0
+    assert seeds_on_other_founders(f, "full@e1", "baseline_soup", range(6)) == 0  # no founders' rows: not counted
+    t = secondary_table(rows).set_index(["arm_a", "arm_b"])
+    assert t.loc[("full@e1", "full"), "other_founders"] == 1 and t.loc[("full@e1", "full"), "n"] == 6
+
+
 @needs_smoke
 def test_secondary_table_at_smoke_holds_the_pandas_means():
     md = ts.study_secondary("smoke")

@@ -116,6 +116,25 @@ def paired(a: pd.Series, b: pd.Series) -> dict:
 NO_ARM = pd.Series(dtype=float)  # an arm without finished runs: :func:`paired` gives n = 0 and NaNs
 
 
+def founders_of(rows: pd.DataFrame) -> pd.Series:
+    """Per (arm, seed) of the society arms: the founders' fingerprint, the tuple of every generation-0
+    agent's test and val metrics (rounded to 1e-9). Every arm of a seed starts from the same founders,
+    so on one float path the fingerprints of a seed agree; founders trained on a machine whose floats
+    differ (another CPU's kernels) give another fingerprint, and the pair is then paired by seed (the
+    same pools and random streams) but not by founders."""
+    d = rows[(rows["generation"] == 0) & (rows["agent"] >= 0)
+             & rows["metric"].str.match(r"(test|val)_") & ~rows["arm"].map(is_baseline)]
+    d = d.sort_values(["agent", "metric"])
+    return d.groupby(["arm", "seed"])["value"].agg(lambda v: tuple(np.round(v.to_numpy(), 9)))
+
+
+def seeds_on_other_founders(founders: pd.Series, a: str, b: str, seeds) -> int:
+    """How many of ``seeds`` have different founders in arms ``a`` and ``b`` (:func:`founders_of`;
+    a seed where either has no generation-0 rows, a baseline, does not count)."""
+    return sum(founders.get((a, s)) != founders.get((b, s)) for s in seeds
+               if (a, s) in founders.index and (b, s) in founders.index)
+
+
 def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The six pre-registered comparisons (:data:`PRIMARY`): ``comparison, a, b`` (the arms, the
     chosen ones resolved), ``n, a_acc, b_acc, diff, lo, hi, p, p_holm``. A comparison whose arms
@@ -198,14 +217,19 @@ def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def secondary_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The secondary comparisons (:data:`SECONDARY`): ``arm_a, arm_b, isolates, n, a_acc, b_acc, diff,
-    lo, hi, p`` (paired by seed as :func:`paired`; ``n = 0`` and NaNs while an arm has no finished run).
-    Their p is uncorrected: a reader counts them (the table's length) rather than trusting one."""
-    pop = population_scores(rows)
+    lo, hi, p`` (paired by seed as :func:`paired`; ``n = 0`` and NaNs while an arm has no finished run)
+    and ``other_founders``, the paired seeds whose two runs started from different founders
+    (:func:`seeds_on_other_founders`). Their p is uncorrected: a reader counts them (the table's
+    length) rather than trusting one."""
+    pop, founders = population_scores(rows), founders_of(rows)
     out = []
     for a, b, what in SECONDARY:
-        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
+        x, y = pop.get(a, NO_ARM), pop.get(b, NO_ARM)
+        r = paired(x, y)
+        both = pd.concat([x, y], axis=1).dropna().index
         out.append({"arm_a": a, "arm_b": b, "isolates": what, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
-                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
+                    "other_founders": seeds_on_other_founders(founders, a, b, both)})
     return pd.DataFrame(out)
 
 

@@ -1,4 +1,4 @@
-"""What the process runs on: whether torch sees a CUDA GPU, and the device's name for manifests."""
+"""What the process runs on: whether torch sees a CUDA GPU, the device's name and its float path for manifests."""
 from __future__ import annotations
 
 import platform
@@ -26,3 +26,23 @@ def device_name() -> str:
     except OSError:
         pass
     return "cpu:" + (platform.processor() or platform.machine())
+
+
+def float_path() -> dict:
+    """What decides a CPU run's floats beyond the code: torch's CPU kernel level (``AVX2``, ``AVX512``,
+    ...: :func:`torch.backends.cpu.get_cpu_capability`) and the CPU's vector flags. Two machines with the
+    same code, seeds and versions but another kernel level train other founders (they differ in the last
+    bits, and training amplifies that), so a data folder records it; ``{}`` without torch."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    flags = []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "fma", "amx")))
+                break
+    except OSError:
+        pass
+    return {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu_vector_flags": flags}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .config import config_hash
-from .device import device_name
+from .device import device_name, float_path
 from .errors import DamagedFileError, DataMismatchError, DirtyTreeError
 from .jsonfile import read_json, write_json
 from .locks import folder_lock
@@ -127,6 +127,7 @@ def build_manifest(cfg: Mapping[str, Any], *, started: str, wall_s: float | None
         "git": git_state(),
         "versions": package_versions(),
         "device": device_name(),
+        "float_path": float_path(),
         "seeds": seeds,
         "started": started,
         "wall_s": None if wall_s is None else round(float(wall_s), 3),

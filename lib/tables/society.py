@@ -99,10 +99,10 @@ def study_secondary(scale: str) -> str:
     for k, r in secondary_table(rows).iterrows():
         diff = (f"{signed(r['diff'])} {ci(r.lo, r.hi)}" if r.n >= 2 else
                 f"{signed(r['diff'])} (one seed: no interval, no test)" if r.n == 1 else "not run yet")
-        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {fmt(r.a_acc)} | "
-                     f"{fmt(r.b_acc)} | {diff} | {p_text(r.p) if r.n >= 2 else '—'} |")
-    return markdown(["#", "comparison", "what it isolates", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
-                     "p (uncorrected)"], lines)
+        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {int(r.other_founders)} | "
+                     f"{fmt(r.a_acc)} | {fmt(r.b_acc)} | {diff} | {p_text(r.p) if r.n >= 2 else '—'} |")
+    return markdown(["#", "comparison", "what it isolates", "seeds", "of them on other founders", "a", "b",
+                     "Δ = a − b [95 % CI (sign-flip)]", "p (uncorrected)"], lines)
 
 
 def study_grids(scale: str) -> str:
@@ -195,6 +195,19 @@ def study_grounding_one_seed(scale: str) -> str:
             f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds")
 
 
+def study_primary_founders(scale: str) -> str:
+    """Over the six primary comparisons, the paired seeds whose two runs started from different founders
+    (:func:`lib.analysis.society_study.seeds_on_other_founders`; baselines carry no founders' rows)."""
+    from ..analysis.society_study import founders_of, population_scores, primary_table, seeds_on_other_founders
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    pop, founders, t = population_scores(rows), founders_of(rows), primary_table(rows)
+    pairs = [(r.arm_a, r.arm_b) for r in t.itertuples() if r.arm_a in pop and r.arm_b in pop]
+    n = sum(seeds_on_other_founders(founders, a, b, pop[[a, b]].dropna().index) for a, b in pairs)
+    return f"{n} of {sum(len(pop[[a, b]].dropna()) for a, b in pairs)}"
+
+
 def study_cost_text(scale: str) -> str:
     """The study's wall time and load so far (:func:`lib.analysis.society_study.study_cost`)."""
     import json
@@ -226,4 +239,5 @@ TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "stud
 VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "study-state": study_state,
                                            "study-grid-near-base": study_grid_near_base,
                                            "study-grounding-one-seed": study_grounding_one_seed,
+                                           "study-primary-founders": study_primary_founders,
                                            "study-cost": study_cost_text}
