@@ -393,6 +393,23 @@ def _study_grounding_seeds(scale: str) -> str:
     return "—" if c is None else str(len(arm_seeds(c, "no_grounding")))
 
 
+def _recombination_reproduces(scale: str) -> str:
+    """On how many of the recombination folder's seeds its own ``full`` gives the main run's ``full`` rows
+    exactly (every metric the two share, to 1e-9), and on how many its founders (generation 0) alone."""
+    main, own = _rows(MAIN, scale), _breeding_rows(scale)
+    keys = ["generation", "agent", "metric"]
+    same = founders = 0
+    seeds = sorted(set(own.loc[own["arm"] == "full", "seed"]))
+    for seed in seeds:
+        a = main[(main["arm"] == "full") & (main["seed"] == seed)]
+        b = own[(own["arm"] == "full") & (own["seed"] == seed)]
+        m = a.merge(b, on=keys, suffixes=("_a", "_b"))
+        eq = np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
+        same += bool(len(m)) and bool(eq.all()) and len(m) == len(a) == len(b)
+        founders += bool(len(m)) and bool(eq[(m["generation"] == 0).to_numpy()].all())
+    return f"{same} of {len(seeds)} seeds row for row (founders alike on {founders})"
+
+
 def _config_value(key: str):
     return lambda scale: f"{_config(MAIN, scale)[key]:g}"
 
@@ -417,4 +434,5 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-recombination-floor-p": _with_data(_floor_p, RECOMBINATION),
     "society-recombination-first-max": _with_data(_recombination_max("pop_1"), RECOMBINATION),
     "society-recombination-last-max": _with_data(_recombination_max("pop_last"), RECOMBINATION),
+    "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION),
     "society-child-training-ratio": _child_training_ratio, "society-study-grounding-seeds": _study_grounding_seeds}
