@@ -92,3 +92,21 @@ def test_no_baseline_of_the_committed_study_chose_an_open_end_of_its_grid():
     t = grid_choices(rows, grid_of("wide"))
     assert len(t) == 5
     assert not t["at_open_edge"].any(), t[t["at_open_edge"]].to_string()
+
+
+def test_best_arm_is_chosen_on_the_selection_pool_among_the_preregistered_arms():
+    from lib.analysis.society_study import ADDED_AFTER_PREREGISTRATION, chosen_on_selection, primary_table
+    sel = {"full": 0.5, "inherit_merge": 0.6, "full@seed_budget": 0.9, "baseline_lorahub": 0.55, "baseline_soup": 0.5}
+    test = {"full": 0.45, "inherit_merge": 0.58, "full@seed_budget": 0.3, "baseline_lorahub": 0.6, "baseline_soup": 0.5}
+    rows = pd.DataFrame([{"arm": a, "seed": s, "generation": 7, "agent": k, "metric": m, "value": v[a] + 0.01 * s,
+                          "selected": False, "conformity": 0.0, "score": 0.0}
+                         for s in range(6) for a in sel for k in ((0,) if a.startswith("baseline") else (0, 1))
+                         for m, v in (("select_overall", sel), ("test_overall", test))])
+    assert "full@seed_budget" in ADDED_AFTER_PREREGISTRATION
+    arm, merge, means = chosen_on_selection(rows)
+    assert (arm, merge) == ("inherit_merge", "baseline_lorahub")  # not the post-hoc arm with the top select
+    assert means["full@seed_budget"] == pytest.approx(0.925)  # still reported
+    t = primary_table(rows).set_index("comparison")
+    first = t.iloc[0]
+    assert (first.arm_a, first.arm_b, first.n) == ("inherit_merge", "baseline_lorahub", 6)
+    assert first["diff"] == pytest.approx(0.58 - 0.6)  # on test, never on the pool it was chosen on

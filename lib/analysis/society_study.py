@@ -26,6 +26,9 @@ PRIMARY = (
     ("inherit_merge − full", "inherit_merge", "full"),
     ("full − no_grounding", "full", "no_grounding"),
 )
+# arms added to the config after the pre-registration (each before any run of it): secondary, and never a
+# candidate for the pre-registered "best society arm" (adding an arm must not change comparison 1)
+ADDED_AFTER_PREREGISTRATION = ("full@seed_budget",)
 # (arm a, arm b, what a − b isolates): the secondary comparisons, each one switch between two arms;
 # reported with their raw p (uncorrected) and counted (:func:`secondary_table`)
 SECONDARY = (
@@ -89,11 +92,13 @@ def society_arms(columns) -> list[str]:
 
 def chosen_on_selection(rows: pd.DataFrame) -> tuple[str, str, pd.Series]:
     """The best society arm and the best one-shot merge (:data:`ONE_SHOT`), each the one with the
-    highest mean ``select_overall`` over its seeds. Returns ``(arm, merge, mean select per arm)``."""
+    highest mean ``select_overall`` over its seeds; the society arms are the pre-registered ones (not
+    :data:`ADDED_AFTER_PREREGISTRATION`). Returns ``(arm, merge, mean select per arm)``."""
     sel = population_scores(rows, "select_overall").mean().dropna()
     if sel.empty:
         raise ValueError("no select_overall rows: the study's configs score the selection pool (n_select > 0)")
-    arms = sel[[a for a in sel.index if not is_baseline(a)]].sort_values(ascending=False)
+    arms = sel[[a for a in sel.index if not is_baseline(a) and a not in ADDED_AFTER_PREREGISTRATION]
+               ].sort_values(ascending=False)
     merges = sel[[a for a in sel.index if a in ONE_SHOT]].sort_values(ascending=False)
     if arms.empty or merges.empty:
         raise ValueError("the selection needs society arms and one-shot merges with select_overall rows")
