@@ -38,13 +38,13 @@ SECONDARY = (
     ("niche_inherit_merge", "niche", "parameter inheritance instead of distillation, with niches"),
     ("full@inherit1000x1", "full", "1000 inherited answers instead of 240 (1 epoch)"),
     ("full@matched", "full@inherit1000x1", "3 epochs over the 1000 answers instead of 1"),
-    ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
     ("full@e1", "full", "one elite copied unchanged (S3g)"),
     ("no_grounding@e1", "no_grounding", "one elite copied unchanged, without grounding (S3g)"),
     ("full@g0", "full", "the grounding knob g = 0 against 0.5 (S3b)"),
     ("full@g0.25", "full", "g = 0.25 against 0.5 (S3b)"),
     ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
     ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
+    ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
 )
 # what each arm borrows from the field (README and figures)
 BORROWS = {

@@ -208,6 +208,25 @@ def study_primary_founders(scale: str) -> str:
     return f"{n} of {sum(len(pop[[a, b]].dropna()) for a, b in pairs)}"
 
 
+def study_seed_budget_beside(scale: str) -> str:
+    """``full@seed_budget`` − the ``full`` of the same machine: the recombination folder's own ``full``
+    (configs/society_recombination/: the study's settings but the selection pool, which changes no other
+    pool), paired by seed, with the seeds whose founders differ (:func:`seeds_on_other_founders`)."""
+    from ..analysis.society_study import founders_of, paired, population_scores, seeds_on_other_founders
+    rows, beside = study_rows(scale), rows_of("society_recombination", scale)
+    if rows is None or beside is None or "full@seed_budget" not in set(rows["arm"]):
+        return "no data yet"
+    both = pd.concat([rows[rows["arm"] == "full@seed_budget"],
+                      beside[beside["arm"] == "full"].assign(arm="full (beside)")], ignore_index=True)
+    pop = population_scores(both)
+    r = paired(pop["full@seed_budget"], pop["full (beside)"])
+    other = seeds_on_other_founders(founders_of(both), "full@seed_budget", "full (beside)",
+                                    pop[["full@seed_budget", "full (beside)"]].dropna().index)
+    test = (f"{ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds" if r["n"] >= 2 else
+            "over one seed (no interval, no test)")
+    return f"{signed(r['diff'])} {test} ({other} of them on other founders)"
+
+
 def study_cost_text(scale: str) -> str:
     """The study's wall time and load so far (:func:`lib.analysis.society_study.study_cost`)."""
     import json
@@ -240,4 +259,5 @@ VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "st
                                            "study-grid-near-base": study_grid_near_base,
                                            "study-grounding-one-seed": study_grounding_one_seed,
                                            "study-primary-founders": study_primary_founders,
+                                           "study-seed-budget-beside": study_seed_budget_beside,
                                            "study-cost": study_cost_text}
