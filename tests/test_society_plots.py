@@ -216,6 +216,9 @@ def test_breeding_arms_are_compared_with_the_full_run_beside_them():
     s = plots.paired_vs_reference(last)[1].set_index("arm")
     assert s.loc["no_sex", "mean"] == pytest.approx(-0.1) and s.loc["no_sex", "reference"] == "full@breeding"
     assert s.loc["full@breeding", "mean"] == pytest.approx(0.3)
+    from lib.plots import style  # drawn beside full@e1 in Fig. 3a: a look of its own, not full's dashed
+    looks = {a: (style.arm_style(a)["color"], style.arm_style(a)["marker"]) for a in ("full", "full@e1", "full@breeding")}
+    assert looks["full@breeding"] not in (looks["full"], looks["full@e1"])
 
 
 def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():

@@ -97,7 +97,7 @@ def draw_skill_retention(df: pd.DataFrame, families):
     pts, refs = sr.skill_retention(df, fams)
     summ = within_bounds(dg.ci_over_seeds(pts, ["arm", "family", "statistic", "generation"], "value"))
     rsum = dg.ci_over_seeds(refs, ["family", "reference"], "value")
-    arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
+    arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a) and a != dg.BESIDE]  # full's re-run: Fig. 3a
     nb = len([a for a in dg.arms_in(pts) if dg.is_baseline(a)])
     fig, axes = plt.subplots(2, len(fams), figsize=(2.9 * len(fams) + 1.6 + 0.25 * nb, 5.6), sharex=True, sharey=True,
                              squeeze=False)
@@ -505,7 +505,8 @@ PANELS = [
           source="comparison"),
     Panel("S3h_society_skill_retention",
           lambda data: _with(_novel(data), draw_skill_retention)(data),
-          "Skill retention on each family's novel region (never pre-trained): population mean (top) and best agent "
+          "Skill retention on each family's novel region (never pre-trained; full@breeding, full's re-run beside "
+          "the breeding arms, is compared in Fig. 3a): population mean (top) and best agent "
           f"(bottom, an oracle pick) per generation and arm, mean over seeds with its {BOUNDED_T_CI}; lines: the "
           "family's best founder, its specialists' mean and the bare base; the baselines (one model each) at their "
           "labelled positions right of the last generation."),
