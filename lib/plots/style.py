@@ -53,7 +53,7 @@ _LOOKS = {
     "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
     "sex_linear": (TOL_BRIGHT["yellow"], "v"),
     "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_VIBRANT["orange"], "X"),
-    "full@breeding": (TOL_MUTED["cyan"], "H"),  # the full run beside the breeding arms: not full@e1's look
+    "full@breeding": ("#000000", "H"),  # the full run beside the breeding arms: not full@e1's look, nor a colour in use
     # the society's references and the field's methods on the same founders (muted: not evolving)
     "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
     "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
@@ -223,7 +223,10 @@ def _tick(level, reference: str | None) -> str:
     level = str(level)
     if reference is None:
         return level.replace(" − ", "\n− ")
-    return level.replace("@", "\n@", 1) + f"\n− {reference}"
+    ref = f"− {reference}"
+    if len(ref) > 12:  # a long variant reference breaks before its @ too ("− full\n@breeding")
+        ref = ref.replace("@", "\n@", 1)
+    return level.replace("@", "\n@", 1) + f"\n{ref}"
 
 
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
