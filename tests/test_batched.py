@@ -1,9 +1,11 @@
 """The batched trainer (lib.llm.batched) against the sequential reference (lib.llm.lora), on the tiny base.
 
-Tolerance: the trained factors agree within ``ATOL`` (absolute, float32). On the machines this project
-runs on they are bit-identical (the tiny base's rows do not depend on the other rows of a batch nor on
-padding after them); another CPU's matrix kernels may round differently shaped products differently,
-which is what the tolerance allows.
+Tolerance: the trained factors agree within ``ATOL`` (absolute, float32; the factors' entries are of
+order 0.01-0.1). On AVX-512 machines they are bit-identical (the tiny base's rows do not depend on the
+other rows of a batch nor on padding after them); on an AVX2 CPU (torch's CPU capability AVX2, measured
+2026-12-02) the differently shaped products of one forward over several adapters round differently, and
+after 10 AdamW steps the factors differ by up to 1.9e-5, which is what the tolerance allows (a different
+seed moves them by more than 1e-3: ``test_seeds_are_respected``).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from lib.llm.batched import ROWS_ENV, Job, rows_per_pass, schedule, train_loras,
 from lib.llm.models import load_base
 from lib.methods.tasks import make_tasks
 
-ATOL = 1e-6
+ATOL = 1e-4
 KW = {"r": 8, "alpha": 16, "targets": lora.ALL_LINEAR, "lr": 2e-3, "batch_size": 8}
 
 

@@ -53,7 +53,7 @@ _LOOKS = {
     "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
     "sex_linear": (TOL_BRIGHT["yellow"], "v"),
     "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_VIBRANT["orange"], "X"),
-    "full@breeding": ("#000000", "H"),  # the full run beside the breeding arms: not full@e1's look, nor a colour in use
+    "full@breeding": (TOL_VIBRANT["teal"], "H"),  # full's re-run beside the breeding arms: not full@e1's look
     # the society's references and the field's methods on the same founders (muted: not evolving)
     "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
     "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
