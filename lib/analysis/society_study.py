@@ -142,10 +142,11 @@ def seeds_on_other_founders(founders: pd.Series, a: str, b: str, seeds) -> int:
 
 def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The six pre-registered comparisons (:data:`PRIMARY`): ``comparison, a, b`` (the arms, the
-    chosen ones resolved), ``n, a_acc, b_acc, diff, lo, hi, p, p_holm``. A comparison whose arms
+    chosen ones resolved), ``n, a_acc, b_acc, diff, lo, hi, p, p_holm`` and ``other_founders``
+    (:func:`seeds_on_other_founders`, as in :func:`secondary_table`). A comparison whose arms
     have no rows yet has ``n = 0`` and NaNs (reported as missing, not dropped); Holm runs over the
     comparisons that have a p."""
-    pop = population_scores(rows)
+    pop, founders = population_scores(rows), founders_of(rows)
     try:
         best_arm, best_merge, _ = chosen_on_selection(rows)
     except ValueError:
@@ -154,9 +155,11 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     for label, a, b in PRIMARY:
         a = best_arm if a == "best society arm" else a
         b = best_merge if b == "best one-shot merge" else b
-        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
+        x, y = pop.get(a, NO_ARM), pop.get(b, NO_ARM)
+        r = paired(x, y)
         out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
-                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+                    "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
+                    "other_founders": seeds_on_other_founders(founders, a, b, pd.concat([x, y], axis=1).dropna().index)})
     t = pd.DataFrame(out)
     t["p_holm"] = np.nan
     have = t["p"].notna()

@@ -198,14 +198,12 @@ def study_grounding_one_seed(scale: str) -> str:
 def study_primary_founders(scale: str) -> str:
     """Over the six primary comparisons, the paired seeds whose two runs started from different founders
     (:func:`lib.analysis.society_study.seeds_on_other_founders`; baselines carry no founders' rows)."""
-    from ..analysis.society_study import founders_of, population_scores, primary_table, seeds_on_other_founders
+    from ..analysis.society_study import primary_table
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
-    pop, founders, t = population_scores(rows), founders_of(rows), primary_table(rows)
-    pairs = [(r.arm_a, r.arm_b) for r in t.itertuples() if r.arm_a in pop and r.arm_b in pop]
-    n = sum(seeds_on_other_founders(founders, a, b, pop[[a, b]].dropna().index) for a, b in pairs)
-    return f"{n} of {sum(len(pop[[a, b]].dropna()) for a, b in pairs)}"
+    t = primary_table(rows)
+    return f"{int(t['other_founders'].sum())} of {int(t['n'].sum())}"
 
 
 def study_seed_budget_beside(scale: str) -> str:
