@@ -28,7 +28,7 @@ PRIMARY = (
 )
 # arms added to the config after the pre-registration (each before any run of it): secondary, and never a
 # candidate for the pre-registered "best society arm" (adding an arm must not change comparison 1)
-ADDED_AFTER_PREREGISTRATION = ("full@seed_budget",)
+ADDED_AFTER_PREREGISTRATION = ("full@seed_budget", "lexicase")
 # (arm a, arm b, what a − b isolates): the secondary comparisons, each one switch between two arms;
 # reported with their raw p (uncorrected) and counted (:func:`secondary_table`)
 SECONDARY = (
@@ -45,6 +45,8 @@ SECONDARY = (
     ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
     ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
     ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
+    ("lexicase", "full", "lexicase over the val items instead of quality-diversity on the score"),
+    ("lexicase", "niche", "lexicase over the val items instead of a niche per family"),
 )
 # what each arm borrows from the field (README and figures)
 BORROWS = {
@@ -59,6 +61,7 @@ BORROWS = {
     "inherit_merge": "GENOME / evolutionary merging: parameters, not answers",
     "niche_inherit_merge": "CycleQD-like: niches + parameter inheritance",
     "niche_verified": "niches + verified inheritance",
+    "lexicase": "lexicase selection (Helmuth, Pantridge & Spector 2020) over the val items",
 }
 
 
@@ -106,12 +109,13 @@ def chosen_on_selection(rows: pd.DataFrame) -> tuple[str, str, pd.Series]:
 
 
 def paired(a: pd.Series, b: pd.Series) -> dict:
-    """Paired comparison of ``a − b`` over the seeds both have."""
+    """Paired comparison of ``a − b`` over the seeds both have (``seeds``: those seeds)."""
     both = pd.concat([a, b], axis=1).dropna()
     if both.empty:
-        return {"n": 0, **dict.fromkeys(("a", "b", "diff", "lo", "hi", "p"), np.nan)}
+        return {"n": 0, "seeds": [], **dict.fromkeys(("a", "b", "diff", "lo", "hi", "p"), np.nan)}
     x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
-    out = {"n": len(both), "a": float(x.mean()), "b": float(y.mean()), "diff": float((x - y).mean())}
+    out = {"n": len(both), "seeds": list(both.index), "a": float(x.mean()), "b": float(y.mean()),
+           "diff": float((x - y).mean())}
     if len(both) < 2:  # the means of one seed, but no interval and no test
         return {**out, "lo": np.nan, "hi": np.nan, "p": np.nan}
     lo, hi = sign_flip_ci(x - y)
@@ -155,11 +159,10 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
     for label, a, b in PRIMARY:
         a = best_arm if a == "best society arm" else a
         b = best_merge if b == "best one-shot merge" else b
-        x, y = pop.get(a, NO_ARM), pop.get(b, NO_ARM)
-        r = paired(x, y)
+        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
-                    "other_founders": seeds_on_other_founders(founders, a, b, pd.concat([x, y], axis=1).dropna().index)})
+                    "other_founders": seeds_on_other_founders(founders, a, b, r["seeds"])})
     t = pd.DataFrame(out)
     t["p_holm"] = np.nan
     have = t["p"].notna()
@@ -232,12 +235,10 @@ def secondary_table(rows: pd.DataFrame) -> pd.DataFrame:
     pop, founders = population_scores(rows), founders_of(rows)
     out = []
     for a, b, what in SECONDARY:
-        x, y = pop.get(a, NO_ARM), pop.get(b, NO_ARM)
-        r = paired(x, y)
-        both = pd.concat([x, y], axis=1).dropna().index
+        r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"arm_a": a, "arm_b": b, "isolates": what, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
-                    "other_founders": seeds_on_other_founders(founders, a, b, both)})
+                    "other_founders": seeds_on_other_founders(founders, a, b, r["seeds"])})
     return pd.DataFrame(out)
 
 

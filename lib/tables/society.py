@@ -218,8 +218,7 @@ def study_seed_budget_beside(scale: str) -> str:
                       beside[beside["arm"] == "full"].assign(arm="full (beside)")], ignore_index=True)
     pop = population_scores(both)
     r = paired(pop["full@seed_budget"], pop["full (beside)"])
-    other = seeds_on_other_founders(founders_of(both), "full@seed_budget", "full (beside)",
-                                    pop[["full@seed_budget", "full (beside)"]].dropna().index)
+    other = seeds_on_other_founders(founders_of(both), "full@seed_budget", "full (beside)", r["seeds"])
     test = (f"{ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds" if r["n"] >= 2 else
             "over one seed (no interval, no test)")
     return f"{signed(r['diff'])} {test} ({other} of them on other founders)"
