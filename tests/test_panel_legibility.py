@@ -313,7 +313,7 @@ def test_the_study_draws_s3h_and_s3i_on_its_designs():
         plt.close(fig)
     looks = [style.arm_style(a) for a in ("full", "no_grounding", "full@matched", "verified", "niche",
                                          "inherit_merge", "niche_inherit_merge", "niche_verified",
-                                         "full@inherit1000x1", "full@seed_budget")]
+                                         "full@inherit1000x1", "full@seed_budget", "lexicase")]
     assert len({(lk["color"], lk["marker"]) for lk in looks}) == len(looks)
     assert style.arm_style("full@matched")["ls"] == "-" and style.colour("full@matched@e1") == style.colour(
         "full@matched")

@@ -1,4 +1,4 @@
-"""The society study's arms: niche selection, verified inheritance, parameter inheritance, budgets, the
+"""The society study's arms: niche and lexicase selection, verified inheritance, parameter inheritance, budgets, the
 selection pool — each checked on fake agents or small tensors, and their configs checked before any work."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from lib.llm import pools, society
 from lib.llm.merge import inherit_merge
 from lib.llm.lora import publish_factors
 from lib.llm.settings import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
-from lib.methods.operators import niche_parents
+from lib.methods.operators import lexicase_parents, niche_parents
 from lib.methods.tasks import Task
 from tests.test_society_steps import INHERIT, POOLS, FakeAgents, right
 
@@ -62,6 +62,58 @@ def test_niche_arm_selects_the_strings_specialist_that_top_p_leaves_out():
     top = step.select(ev, arm(), n_parents=2, lam=0.0)
     niche = step.select(ev, arm("niche", selection="niche"), n_parents=2, lam=0.0)
     assert 3 not in top.parents and niche.parents == [0, 3]
+
+
+# ----------------------------------------------------------------------------- lexicase
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lexicase_picks_the_sole_solver_of_a_case_whatever_its_total(seed):
+    rng = np.random.default_rng(seed)
+    items = (rng.random((6, 40)) < 0.8).astype(float)
+    items[:, 0], items[5] = 0.0, 0.0
+    items[5, 0] = 1.0  # agent 5 is worst overall but alone right on item 0
+    picks = [lexicase_parents(items, 3, np.random.default_rng([seed, k])) for k in range(200)]
+    assert all(len(set(p)) == 3 for p in picks)
+    assert 5 not in sorted(range(6), key=lambda i: -items[i].sum())[:3]  # top-P never takes it
+    # an event takes agent 5 when item 0 comes first (1 in 40): ~3 in 40 of the draws of 3 parents
+    assert 0.02 < np.mean([5 in p for p in picks]) < 0.2
+
+
+def test_lexicase_is_top_one_on_a_dominant_agent_and_reproducible():
+    items = np.array([[1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], dtype=float)
+    for k in range(50):  # agent 0 is at least as good on every case: every first event ends on it
+        assert lexicase_parents(items, 1, np.random.default_rng(k)) == [0]
+    a = lexicase_parents(items, 3, np.random.default_rng(7))
+    assert a == lexicase_parents(items, 3, np.random.default_rng(7)) and a[0] == 0 and len(set(a)) == 3
+
+
+def test_lexicase_eps_keeps_the_near_best():
+    scores = np.array([[0.9, 0.0], [0.85, 1.0], [0.1, 0.5]])
+    # case 0 alone decides on eps 0 (agent 0); with eps 0.1 agent 1 survives it and wins case 1
+    firsts = {tuple(lexicase_parents(scores, 1, np.random.default_rng(k), eps=0.1)) for k in range(40)}
+    assert firsts == {(1,)}
+    with pytest.raises(ValueError, match="eps"):
+        lexicase_parents(scores, 1, np.random.default_rng(0), eps=-1)
+    with pytest.raises(ValueError, match="n_parents"):
+        lexicase_parents(scores, 4, np.random.default_rng(0))
+
+
+def test_lexicase_arm_reads_the_val_items_and_its_own_stream():
+    ev = step.Evaluation(test=[{}] * 4, val=np.array([0.9, 0.8, 0.7, 0.3]), screen=np.zeros(4),
+                         val_halves=[(0, 0)] * 4, consensus=[], conformity=np.array([0.9, 0.8, 0.7, 0.2]),
+                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0,
+                         val_items=np.array([[1, 1, 0], [1, 1, 0], [1, 0, 0], [0, 0, 1]], dtype=float))
+    lex = arm("lexicase", selection="lexicase")
+    runs = [step.select(ev, lex, n_parents=2, lam=0.0, rng=society.selection_rng(s, "lexicase", 0)).parents
+            for s in range(30)]
+    assert sum(3 in p for p in runs) > 0  # the last agent overall, alone right on item 2
+    assert runs[0] == step.select(ev, lex, n_parents=2, lam=0.0, rng=society.selection_rng(0, "lexicase", 0)).parents
+    with pytest.raises(ValueError, match="rng"):
+        step.select(ev, lex, n_parents=2, lam=0.0)
+    assert arm_design("lexicase", 0.5)["selection"] == "lexicase"
+    # its stream is not the breeding stream: the other arms' numbers are unchanged
+    assert society.selection_rng(0, "full", 0).random() != society.generation_rng(0, "full", 0).random()
 
 
 # ----------------------------------------------------------------------------- verified
@@ -156,6 +208,7 @@ def test_seed_budget_screens_six_merges_and_trains_two_epochs_in_a_run(tmp_path)
 @pytest.mark.parametrize("bad, says", [
     ("inherit_merge@matched", "trains no child"),
     ("niche@g0", "contradicts g = 0"),
+    ("lexicase@g0", "contradicts g = 0"),
     ("full@matched@matched", "each modifier once"),
     ("full@matched@seed_budget", "each modifier once"),  # two budgets
     ("inherit_merge@seed_budget", "trains no child"),

@@ -32,8 +32,8 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..methods.operators import (agreement, behavioural_distance, complementary_pairs, conformity_scores,
-                                 consensus_answers, elite_indices, fitness_of, niche_parents, region_accuracy,
-                                 sample_merge_weights, select_parents)
+                                 consensus_answers, elite_indices, fitness_of, lexicase_parents, niche_parents,
+                                 region_accuracy, sample_merge_weights, select_parents)
 from ..methods.tasks import Task, answer_of
 from .pools import GenerationPools
 from .settings import Arm
@@ -108,6 +108,7 @@ class Evaluation:
     distance: np.ndarray        # (N, N) behavioural distance on the conformity pool
     consensus_acc: float        # verifier accuracy of the consensus answers
     val_family: np.ndarray | None = None  # (N, F) val accuracy per family (niche selection)
+    val_items: np.ndarray | None = None   # (N, n_val·F) the verifier's 0/1 verdict per val item (lexicase)
 
     @property
     def diversity(self) -> float:
@@ -134,6 +135,7 @@ def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, ve
         test=[test_acc(o) for o in ans["test"]],
         val=np.array([v["overall"] for v in val_acc]),
         val_family=np.array([[v[f] for f in families] for v in val_acc]),
+        val_items=np.array([[float(bool(verifier(a, x))) for a, x in zip(o, val_tasks)] for o in ans["val"]]),
         screen=np.array([acc([o[k] for k in pools.screen_in_val], pools.screen)["overall"] for o in ans["val"]]),
         val_halves=[(acc(o[0::2], val_tasks[0::2])["overall"], acc(o[1::2], val_tasks[1::2])["overall"])
                     for o in ans["val"]],
@@ -167,11 +169,17 @@ class Selection:
     elites: list[int]    # top scorers copied unchanged into the next generation
 
 
-def select(ev: Evaluation, arm: Arm, *, n_parents: int, lam: float) -> Selection:
+def select(ev: Evaluation, arm: Arm, *, n_parents: int, lam: float,
+           rng: np.random.Generator | None = None) -> Selection:
     """Step 2: grounded score, then quality-diversity (or top-P) parents — with ``niche`` selection
-    each family's best agent on that family's val first — and the elites."""
+    each family's best agent on that family's val first, with ``lexicase`` selection lexicase over
+    the val items (drawn from ``rng``) — and the elites (by score in every arm)."""
     scores = ev.conformity.copy() if arm.g == 0 else arm.g * ev.val + (1.0 - arm.g) * ev.conformity
-    if arm.selection == "niche":
+    if arm.selection == "lexicase":
+        if rng is None:
+            raise ValueError("lexicase selection draws case orders: pass rng")
+        parents = lexicase_parents(ev.val_items, n_parents, rng)
+    elif arm.selection == "niche":
         parents = niche_parents(ev.val_family, scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
     else:
         parents = select_parents(scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)

@@ -22,7 +22,8 @@ KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS + STUDY_
 
 # The society study's designs (this project's additions; every other arm: selection by its diversity
 # switch, distillation at the config's budget). selection: "qd" quality-diversity, "top" top-P,
-# "niche" each family's best on its val first (lib.methods.operators.niche_parents); inherit:
+# "niche" each family's best on its val first (lib.methods.operators.niche_parents), "lexicase" lexicase
+# selection over the val items (lib.methods.operators.lexicase_parents); inherit:
 # "distill" (the seed: the child learns its source's parsed answers), "verified" (only the answers the
 # verifier accepts: the inheritance channel is grounded too), "merge" (no distillation: the child is the
 # screened merge itself, truncated to rank r by SVD and mutated, lib.llm.merge.inherit_merge);
@@ -33,6 +34,7 @@ DESIGNS = {
     "inherit_merge": {"inherit": "merge"},
     "niche_inherit_merge": {"selection": "niche", "inherit": "merge"},
     "niche_verified": {"selection": "niche", "inherit": "verified", "budget": "matched"},
+    "lexicase": {"selection": "lexicase"},
 }
 # The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
 # SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
@@ -110,7 +112,7 @@ class Arm:
     merge: str | None
     diversity: bool
     elitism: int
-    selection: str = "qd"      # "qd" | "top" | "niche" (:func:`arm_design`)
+    selection: str = "qd"      # "qd" | "top" | "niche" | "lexicase" (:func:`arm_design`)
     inherit: str = "distill"   # "distill" | "verified" | "merge"
     n_inherit: int = 240       # the inheritance pool a child learns from (per generation) ...
     epochs: int = 1            # ... and its epochs over it
@@ -186,8 +188,9 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
             raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
                              f"so a budget modifier (@matched, @inherit<n>x<e>, @seed_budget) contradicts it")
         d["budget"] = p["budget"]
-    if d["selection"] == "niche" and st["g"] == 0:
-        raise ValueError(f"arm {arm!r}: niche selection reads each family's val accuracy (the verifier), which "
+    if d["selection"] in ("niche", "lexicase") and st["g"] == 0:
+        what = "each family's val accuracy" if d["selection"] == "niche" else "the verifier's verdict on each val item"
+        raise ValueError(f"arm {arm!r}: {d['selection']} selection reads {what} (the verifier), which "
                          f"contradicts g = 0 (no grounding); use g > 0")
     return d
 

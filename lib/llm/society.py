@@ -98,6 +98,12 @@ def generation_rng(seed: int, arm: str, t: int) -> np.random.Generator:
     return np.random.default_rng(_stream(seed, arm, t))
 
 
+def selection_rng(seed: int, arm: str, t: int) -> np.random.Generator:
+    """The rng of generation ``t``'s parent selection (lexicase's case orders), a stream of its own so
+    that the arms that draw nothing at selection keep :func:`generation_rng`'s numbers."""
+    return np.random.default_rng(_stream(seed, arm, t, 1))
+
+
 def child_seed(seed: int, arm: str, t: int, c: int) -> int:
     """Training seed of child ``c`` born at generation ``t`` (its LoRA init and data order).
 
@@ -381,7 +387,7 @@ def run_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, folder: Path,
             if t == G - 1 and pools.selection:  # the selection pool, scored once at the end
                 picked = step.answer_pools(agents, names, {"selection": pools.selection})["selection"]
                 chosen = [fitness_of(o, pools.selection, s.families, verifier)["overall"] for o in picked]
-        sel = step.select(ev, a, n_parents=s.n_parents, lam=s.lam)
+        sel = step.select(ev, a, n_parents=s.n_parents, lam=s.lam, rng=selection_rng(seed, arm, t))
         out_rows = list(pending) + rows.generation(t, ev, sel, base_test)
         if t == G - 1 and pools.selection:
             out_rows += [rows.row(t, i, "select_overall", v) for i, v in enumerate(chosen)]

@@ -173,6 +173,44 @@ def niche_parents(family_val, scores, dist, n_parents: int, *, diversity: bool =
     return chosen
 
 
+def lexicase_parents(case_scores, n_parents: int, rng: np.random.Generator, *, eps: float = 0.0) -> list[int]:
+    """``n_parents`` distinct parents by lexicase selection (Spector 2012; Helmuth, Pantridge &
+    Spector 2020), one selection event per parent, without replacement.
+
+    An event shuffles the cases; starting from the agents not yet chosen, each case in turn keeps
+    only those scoring ``≥ max − eps`` on it; the event ends when one agent is left or the cases run
+    out, and picks uniformly among the survivors. An agent best on a case that comes early is chosen
+    whatever its total: specialists keep their slots. ``eps = 0`` is plain lexicase, the right one
+    for 0/1 cases (a verifier's verdict per val item); ε-lexicase's per-case ε (La Cava et al. 2016,
+    the cases' median absolute deviation) is meant for continuous errors, and on 0/1 cases a
+    population split in half gets ε = 0.5, so the most informative cases would filter nothing.
+
+    Args:
+        case_scores: shape ``(N, C)``, each agent's score on each case (higher is better).
+        n_parents: 1 ≤ P ≤ N.
+        rng: the random stream of the case orders and the survivors' draw.
+        eps: ``ε ≥ 0``, the tolerance below the best on a case.
+    """
+    S = np.asarray(case_scores, dtype=float)
+    if S.ndim != 2 or S.shape[1] < 1:
+        raise ValueError(f"case_scores must have shape (N, C) with C >= 1, got {S.shape}")
+    n = S.shape[0]
+    if not 1 <= n_parents <= n:
+        raise ValueError(f"n_parents must be between 1 and the population size {n}, got {n_parents}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    chosen: list[int] = []
+    while len(chosen) < n_parents:
+        pool = np.array([i for i in range(n) if i not in chosen])
+        for c in rng.permutation(S.shape[1]):
+            col = S[pool, c]
+            pool = pool[col >= col.max() - eps]
+            if pool.size == 1:
+                break
+        chosen.append(int(pool[rng.integers(pool.size)]) if pool.size > 1 else int(pool[0]))
+    return chosen
+
+
 def elite_indices(scores, k: int) -> list[int]:
     """The ``k`` top-scoring agents (ties → lower index), as the seed's comment says: the elites are
     the best by score, not the first parents in quality-diversity order."""
@@ -213,11 +251,13 @@ ARMS = {
     "inherit_merge": (True, "exact", True),
     "niche_inherit_merge": (True, "exact", True),
     "niche_verified": (True, "exact", True),
+    "lexicase": (True, "exact", True),
 }
 V1_ARMS = ("full", "no_grounding", "no_sex", "no_diversity")
 V2_ARMS = V1_ARMS + ("sex_linear",)
 ADDED_ARMS = ("sex_sum", "sex_ties")  # not in the seed: recombination without dilution (lib.llm.generation)
-STUDY_ARMS = ("verified", "niche", "inherit_merge", "niche_inherit_merge", "niche_verified")  # the field's designs
+STUDY_ARMS = ("verified", "niche", "inherit_merge", "niche_inherit_merge", "niche_verified",  # the field's designs
+              "lexicase")
 
 
 def arm_settings(arm: str, g: float) -> dict:

@@ -65,6 +65,7 @@ _LOOKS = {
     "niche": (TOL_BRIGHT["yellow"], "^"), "inherit_merge": (TOL_VIBRANT["orange"], "D"),
     "niche_inherit_merge": (TOL_BRIGHT["cyan"], "s"), "niche_verified": (TOL_VIBRANT["magenta"], "v"),
     "full@inherit1000x1": (TOL_VIBRANT["red"], "8"), "full@seed_budget": (TOL_VIBRANT["teal"], "P"),
+    "lexicase": (TOL_MUTED["cyan"], "X"),
     # tool-mutation arms (reference: sgd)
     "sgd": (REFERENCE_GREY, "o"), "mutate_promote": (TOL_BRIGHT["blue"], "s"),
     "random_promote": (TOL_BRIGHT["red"], "^"),
