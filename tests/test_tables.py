@@ -70,22 +70,44 @@ def test_study_verdicts_name_each_primary_comparison_once():
 
 
 
-def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(tmp_path, monkeypatch):
+@pytest.fixture
+def smoke_copies(tmp_path, monkeypatch):
+    """``copy(*experiments)``: the tables read copies of those smoke data folders (under ``tmp_path``),
+    which a test may then damage; returns the copies' root."""
     import shutil
 
     from lib.core.paths import REPO_ROOT
-    from lib.tables import data as table_data, society_results as sr
+    from lib.tables import data as table_data
+
+    def copy(*experiments):
+        for exp in experiments:
+            shutil.copytree(REPO_ROOT / "data" / "smoke" / exp, tmp_path / exp)
+        monkeypatch.setattr(table_data, "data_dir", lambda scale, exp: tmp_path / exp)
+        table_data.rows_of.cache_clear()
+        return tmp_path
+    yield copy
+    table_data.rows_of.cache_clear()
+
+
+def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_copies):
+    from lib.tables import society_results as sr
     rows = sr._breeding_rows.__wrapped__("smoke")
     assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society_recombination"}
     assert set(rows["arm"]) == {"full", "no_sex", "sex_linear", "sex_sum", "sex_ties"}
     # a recombination folder without its own full (the older layout) gives no breeding table, never the
     # main run's full of another commit
-    for exp in ("society", "society_recombination"):
-        shutil.copytree(REPO_ROOT / "data" / "smoke" / exp, tmp_path / exp)
-    (tmp_path / "society_recombination" / "full_s0.csv").unlink()
-    monkeypatch.setattr(table_data, "data_dir", lambda scale, exp: tmp_path / exp)
-    table_data.rows_of.cache_clear()
-    try:
-        assert sr._breeding_rows.__wrapped__("smoke") is None
-    finally:
-        table_data.rows_of.cache_clear()
+    root = smoke_copies("society", "society_recombination")
+    (root / "society_recombination" / "full_s0.csv").unlink()
+    assert sr._breeding_rows.__wrapped__("smoke") is None
+
+
+def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_copies):
+    from lib.tables import society as st
+    rows = st.lexicase_rows("smoke")
+    assert set(rows["experiment"]) == {"society_lexicase"} and set(rows["arm"]) == {"full", "niche", "lexicase"}
+    # without its own full, the lexicase − full line is not run yet: never the study's full of another folder
+    root = smoke_copies("society_study", "society_lexicase")
+    (root / "society_lexicase" / "full_s0.csv").unlink()
+    lines = st.study_lexicase("smoke").splitlines()
+    assert "not run yet" in lines[2] and "`lexicase` − `full`" in lines[2]
+    assert "not run yet" not in lines[3]  # lexicase − niche still has both arms

@@ -28,7 +28,7 @@ PRIMARY = (
 )
 # arms added to the config after the pre-registration (each before any run of it): secondary, and never a
 # candidate for the pre-registered "best society arm" (adding an arm must not change comparison 1)
-ADDED_AFTER_PREREGISTRATION = ("full@seed_budget", "lexicase")
+ADDED_AFTER_PREREGISTRATION = ("full@seed_budget",)
 # (arm a, arm b, what a − b isolates): the secondary comparisons, each one switch between two arms;
 # reported with their raw p (uncorrected) and counted (:func:`secondary_table`)
 SECONDARY = (
@@ -45,8 +45,13 @@ SECONDARY = (
     ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
     ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
     ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
+)
+# configs/society_lexicase/ (added after the study's data; secondary, raw p): lexicase beside its own full and
+# niche, on one machine and its own founders; niche − full there replicates comparison 4 on another CPU
+LEXICASE = (
     ("lexicase", "full", "lexicase over the val items instead of quality-diversity on the score"),
     ("lexicase", "niche", "lexicase over the val items instead of a niche per family"),
+    ("niche", "full", "a niche per family (the study's comparison 4, replicated in this folder)"),
 )
 # what each arm borrows from the field (README and figures)
 BORROWS = {
@@ -226,15 +231,15 @@ def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def secondary_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The secondary comparisons (:data:`SECONDARY`): ``arm_a, arm_b, isolates, n, a_acc, b_acc, diff,
-    lo, hi, p`` (paired by seed as :func:`paired`; ``n = 0`` and NaNs while an arm has no finished run)
-    and ``other_founders``, the paired seeds whose two runs started from different founders
+def secondary_table(rows: pd.DataFrame, lines=SECONDARY) -> pd.DataFrame:
+    """The secondary comparisons ``lines`` (:data:`SECONDARY`; :data:`LEXICASE` on that folder's rows):
+    ``arm_a, arm_b, isolates, n, a_acc, b_acc, diff, lo, hi, p`` (paired by seed as :func:`paired`;
+    ``n = 0`` and NaNs while an arm has no finished run) and ``other_founders``, the paired seeds whose two runs started from different founders
     (:func:`seeds_on_other_founders`). Their p is uncorrected: a reader counts them (the table's
     length) rather than trusting one."""
     pop, founders = population_scores(rows), founders_of(rows)
     out = []
-    for a, b, what in SECONDARY:
+    for a, b, what in lines:
         r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"arm_a": a, "arm_b": b, "isolates": what, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],

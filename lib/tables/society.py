@@ -89,20 +89,71 @@ def study_arms_secondary(scale: str) -> str:
     return _arms_table(scale, primary=False)
 
 
-def study_secondary(scale: str) -> str:
-    """The study's secondary comparisons (:func:`lib.analysis.society_study.secondary_table`), raw p."""
-    from ..analysis.society_study import secondary_table
-    rows = study_rows(scale)
-    if rows is None:
-        return NO_DATA
+def _comparisons(t: pd.DataFrame) -> str:
+    """Paired comparisons (:func:`lib.analysis.society_study.secondary_table`) as a markdown table, raw p."""
     lines = []
-    for k, r in secondary_table(rows).iterrows():
+    for k, r in t.iterrows():
         diff = (f"{signed(r['diff'])} {ci(r.lo, r.hi)}" if r.n >= 2 else
                 f"{signed(r['diff'])} (one seed: no interval, no test)" if r.n == 1 else "not run yet")
         lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {int(r.other_founders)} | "
                      f"{fmt(r.a_acc)} | {fmt(r.b_acc)} | {diff} | {p_text(r.p) if r.n >= 2 else '—'} |")
     return markdown(["#", "comparison", "what it isolates", "seeds", "of them on other founders", "a", "b",
                      "Δ = a − b [95 % CI (sign-flip)]", "p (uncorrected)"], lines)
+
+
+def study_secondary(scale: str) -> str:
+    """The study's secondary comparisons (:func:`lib.analysis.society_study.secondary_table`), raw p."""
+    from ..analysis.society_study import secondary_table
+    rows = study_rows(scale)
+    return NO_DATA if rows is None else _comparisons(secondary_table(rows))
+
+
+LEXICASE = "society_lexicase"  # lexicase beside its own full and niche (configs/society_lexicase/)
+
+
+def lexicase_rows(scale: str) -> pd.DataFrame | None:
+    """The rows of configs/society_lexicase/<scale>.yaml, finished runs only (``None`` when none has)."""
+    from ..analysis.society_study import complete_runs
+    cfg, rows = config_of(LEXICASE, scale), rows_of(LEXICASE, scale)
+    rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
+    return rows if rows is not None and len(rows) else None
+
+
+def study_lexicase(scale: str) -> str:
+    """Lexicase against the ``full`` and ``niche`` run beside it (:data:`lib.analysis.society_study.LEXICASE`),
+    paired by seed within its own folder, raw p."""
+    from ..analysis.society_study import LEXICASE as LINES, secondary_table
+    rows = lexicase_rows(scale)
+    return NO_DATA if rows is None else _comparisons(secondary_table(rows, LINES))
+
+
+def study_lexicase_slots(scale: str) -> str:
+    """Which founders become parents at generation 0 in the lexicase folder's arms, by family
+    (:func:`lib.analysis.society_results.founder_selection`): the specialists lexicase is meant to keep."""
+    from .society_results import founder_selection_markdown
+    rows = lexicase_rows(scale)
+    return NO_DATA if rows is None else founder_selection_markdown(rows, config_of(LEXICASE, scale)["families"])
+
+
+def study_lexicase_beside(scale: str) -> str:
+    """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
+    the same rows, and how many the same founders (generation 0; :func:`lib.analysis.society_study.founders_of`)."""
+    from ..analysis.society_study import founders_of
+    mine, study = lexicase_rows(scale), study_rows(scale)
+    if mine is None or study is None:
+        return "no data yet"
+    key = ["seed", "generation", "agent", "metric"]
+    a, b = (r[r["arm"] == "full"] for r in (mine, study))
+    seeds = sorted(set(a["seed"]) & set(b["seed"]))
+    same = 0
+    for s in seeds:
+        x, y = (r[r["seed"] == s].set_index(key)["value"] for r in (a, b))
+        both = x.index.intersection(y.index)
+        same += int(len(x) == len(both) and np.array_equal(x.loc[both].to_numpy(), y.loc[both].to_numpy()))
+    fa, fb = founders_of(a), founders_of(b)
+    same_founders = sum(int(fa.get(("full", s)) == fb.get(("full", s))) for s in seeds)
+    return (f"{same} of {len(seeds)} seeds give the study's rows, and {same_founders} of {len(seeds)} "
+            f"start from the study's founders")
 
 
 def study_grids(scale: str) -> str:
@@ -250,6 +301,7 @@ def study_cost_text(scale: str) -> str:
 
 TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
                                            "study-secondary": study_secondary,
+                                           "study-lexicase": study_lexicase, "study-lexicase-slots": study_lexicase_slots,
                                            "study-arms-secondary": study_arms_secondary, "study-grids": study_grids,
                                            "society-primary": society_primary}
 VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "study-state": study_state,
@@ -257,4 +309,5 @@ VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "st
                                            "study-grounding-one-seed": study_grounding_one_seed,
                                            "study-primary-founders": study_primary_founders,
                                            "study-seed-budget-beside": study_seed_budget_beside,
+                                           "study-lexicase-beside": study_lexicase_beside,
                                            "study-cost": study_cost_text}

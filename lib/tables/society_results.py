@@ -190,9 +190,13 @@ def retention_table(scale: str) -> str:
 def founder_selection_table(scale: str) -> str:
     """S3i, selection: the founders' val accuracy by family and the parent slots of generation 0 they
     fill in each arm (:func:`lib.analysis.society_results.founder_selection`)."""
+    return founder_selection_markdown(_rows(MAIN, scale), _families(scale))
+
+
+def founder_selection_markdown(rows: pd.DataFrame, fams) -> str:
+    """:func:`lib.analysis.society_results.founder_selection` of ``rows`` as a markdown table."""
     from ..analysis.society_results import founder_selection
-    fams = _families(scale)
-    t = founder_selection(_rows(MAIN, scale), fams)
+    t = founder_selection(rows, fams)
     val = t.groupby("family")["val"].first()
     lines = ["| the family's founders' overall val accuracy (mean over seeds) | — | "
              + " | ".join(fmt(val[f]) for f in fams) + " | — |"]
