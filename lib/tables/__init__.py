@@ -30,7 +30,7 @@ VALUES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.V
 # re-exported: the tests and notebooks call these by their old names
 study_primary, study_arms, society_primary = society.study_primary, society.study_arms, society.society_primary
 
-FILES = ("README.md", "docs/results.md", "docs/study.md")
+FILES = ("README.md", "docs/results.md", "docs/study.md", "docs/running.md")
 MARK = re.compile(r"(<!-- table:(?P<name>[\w-]+) (?P<scale>\w+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 INLINE = re.compile(r"(<!-- value:(?P<name>[\w.-]+) (?P<scale>\w+) -->)(?P<body>[^\n]*?)(<!-- /value -->)")
 

@@ -135,6 +135,18 @@ def study_lexicase_slots(scale: str) -> str:
     return NO_DATA if rows is None else founder_selection_markdown(rows, config_of(LEXICASE, scale)["families"])
 
 
+def study_lexicase_summary(scale: str) -> str:
+    """The lexicase folder's comparisons in one sentence (``Δ [CI], p`` each; secondary, raw p)."""
+    from ..analysis.society_study import LEXICASE as LINES, secondary_table
+    rows = lexicase_rows(scale)
+    if rows is None:
+        return "no data yet"
+    t = secondary_table(rows, LINES)
+    return "; ".join(f"{r.arm_a} − {r.arm_b} {signed(r['diff'])} {ci(r.lo, r.hi)}, p = {p_text(r.p)}"
+                     if r.n >= 2 else f"{r.arm_a} − {r.arm_b}: fewer than 2 seeds" for _, r in t.iterrows()) \
+        + f" (over {int(t['n'].min())} seeds)"
+
+
 def study_lexicase_beside(scale: str) -> str:
     """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
     the same rows, and how many the same founders (generation 0; :func:`lib.analysis.society_study.founders_of`)."""
@@ -275,12 +287,12 @@ def study_seed_budget_beside(scale: str) -> str:
     return f"{signed(r['diff'])} {test} ({other} of them on other founders)"
 
 
-def study_cost_text(scale: str) -> str:
-    """The study's wall time and load so far (:func:`lib.analysis.society_study.study_cost`)."""
+def study_cost_text(scale: str, experiment: str = "society_study") -> str:
+    """The study's (or ``experiment``'s) wall time and load so far (:func:`lib.analysis.society_study.study_cost`)."""
     import json
     from ..analysis.society_study import study_cost
     from ..sweep import LEDGER
-    cfg = config_of("society_study", scale)
+    cfg = config_of(experiment, scale)
     folder = data_dir(scale, cfg["experiment"])
     if not folder.is_dir():
         return "no data yet"
@@ -310,4 +322,6 @@ VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "st
                                            "study-primary-founders": study_primary_founders,
                                            "study-seed-budget-beside": study_seed_budget_beside,
                                            "study-lexicase-beside": study_lexicase_beside,
-                                           "study-cost": study_cost_text}
+                                           "study-lexicase-summary": study_lexicase_summary,
+                                           "study-cost": study_cost_text,
+                                           "study-lexicase-cost": lambda scale: study_cost_text(scale, LEXICASE)}
