@@ -12,11 +12,11 @@ from .data import config_of, rows_of
 from .format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
-def study_rows(scale: str) -> pd.DataFrame | None:
-    """The society study's rows at ``scale``, finished runs only (``None`` when none has finished)."""
+def study_rows(scale: str, experiment: str = "society_study") -> pd.DataFrame | None:
+    """The society study's (or ``experiment``'s) rows at ``scale``, finished runs only (``None`` when
+    none has finished)."""
     from ..analysis.society_study import complete_runs
-    from ..llm import society
-    cfg, rows = config_of("society_study", scale), rows_of("society_study", scale)
+    cfg, rows = config_of(experiment, scale), rows_of(experiment, scale)
     rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
     return rows if rows is not None and len(rows) else None
 
@@ -112,11 +112,8 @@ LEXICASE = "society_lexicase"  # lexicase beside its own full and niche (configs
 
 
 def lexicase_rows(scale: str) -> pd.DataFrame | None:
-    """The rows of configs/society_lexicase/<scale>.yaml, finished runs only (``None`` when none has)."""
-    from ..analysis.society_study import complete_runs
-    cfg, rows = config_of(LEXICASE, scale), rows_of(LEXICASE, scale)
-    rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
-    return rows if rows is not None and len(rows) else None
+    """The rows of configs/society_lexicase/<scale>.yaml, finished runs only (:func:`study_rows`)."""
+    return study_rows(scale, LEXICASE)
 
 
 def study_lexicase(scale: str) -> str:
@@ -149,22 +146,17 @@ def study_lexicase_summary(scale: str) -> str:
 
 def study_lexicase_beside(scale: str) -> str:
     """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
-    the same rows, and how many the same founders (generation 0; :func:`lib.analysis.society_study.founders_of`)."""
+    the same rows (:func:`lib.tables.society_results.full_reproduction`), and how many the same founders
+    (generation 0; :func:`lib.analysis.society_study.founders_of`)."""
     from ..analysis.society_study import founders_of
+    from .society_results import full_reproduction
     mine, study = lexicase_rows(scale), study_rows(scale)
     if mine is None or study is None:
         return "no data yet"
-    key = ["seed", "generation", "agent", "metric"]
-    a, b = (r[r["arm"] == "full"] for r in (mine, study))
-    seeds = sorted(set(a["seed"]) & set(b["seed"]))
-    same = 0
-    for s in seeds:
-        x, y = (r[r["seed"] == s].set_index(key)["value"] for r in (a, b))
-        both = x.index.intersection(y.index)
-        same += int(len(x) == len(both) and np.array_equal(x.loc[both].to_numpy(), y.loc[both].to_numpy()))
-    fa, fb = founders_of(a), founders_of(b)
-    same_founders = sum(int(fa.get(("full", s)) == fb.get(("full", s))) for s in seeds)
-    return (f"{same} of {len(seeds)} seeds give the study's rows, and {same_founders} of {len(seeds)} "
+    r = full_reproduction(study, mine)
+    fa, fb = founders_of(mine), founders_of(study)
+    same_founders = sum(int(fa.get(("full", s)) == fb.get(("full", s))) for s in r["seeds"])
+    return (f"{r['same']} of {r['n']} seeds give the study's rows, and {same_founders} of {r['n']} "
             f"start from the study's founders")
 
 

@@ -397,16 +397,16 @@ def _study_grounding_seeds(scale: str) -> str:
     return "—" if c is None else str(len(arm_seeds(c, "no_grounding")))
 
 
-def _recombination_reproduces(scale: str) -> str:
-    """How the recombination folder's own ``full`` compares with the main run's ``full`` on the same
-    seeds (every row the two share, to 1e-9): the seeds equal row for row, those where only generation
-    0's rows differ (the founders' evaluation; every bred generation the same), and the rest."""
-    main, own = _rows(MAIN, scale), _breeding_rows(scale)
+def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
+    """How ``own``'s ``full`` compares with ``ref``'s ``full`` on the seeds of ``own`` (every row the two
+    share, to 1e-9): ``same`` seeds equal row for row, ``gen0`` seeds where only generation 0's rows
+    differ (``rows0`` of them: the founders' evaluation; every bred generation the same), ``other`` the
+    rest, of the ``n`` ``seeds``."""
     keys = ["generation", "agent", "metric"]
     same, gen0, other, rows0 = 0, 0, 0, 0
     seeds = sorted(set(own.loc[own["arm"] == "full", "seed"]))
     for seed in seeds:
-        a = main[(main["arm"] == "full") & (main["seed"] == seed)]
+        a = ref[(ref["arm"] == "full") & (ref["seed"] == seed)]
         b = own[(own["arm"] == "full") & (own["seed"] == seed)]
         m = a.merge(b, on=keys, suffixes=("_a", "_b"))
         off = ~np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
@@ -416,11 +416,18 @@ def _recombination_reproduces(scale: str) -> str:
             gen0, rows0 = gen0 + 1, rows0 + int(off.sum())
         else:
             same += 1
-    text = f"{same} of {len(seeds)} seeds row for row"
-    if gen0:
-        text += (f"; on {gen0} more only generation 0 differs ({rows0} of its rows, the founders' scores), "
+    return {"same": same, "gen0": gen0, "rows0": rows0, "other": other, "n": len(seeds), "seeds": seeds}
+
+
+def _recombination_reproduces(scale: str) -> str:
+    """How the recombination folder's own ``full`` compares with the main run's ``full`` on the same
+    seeds (:func:`full_reproduction`)."""
+    r = full_reproduction(_rows(MAIN, scale), _breeding_rows(scale))
+    text = f"{r['same']} of {r['n']} seeds row for row"
+    if r["gen0"]:
+        text += (f"; on {r['gen0']} more only generation 0 differs ({r['rows0']} of its rows, the founders' scores), "
                  f"every bred generation being the same")
-    return text + (f"; on {other} the bred generations differ too" if other else "")
+    return text + (f"; on {r['other']} the bred generations differ too" if r["other"] else "")
 
 
 def _config_value(key: str):
