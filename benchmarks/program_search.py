@@ -2,8 +2,8 @@
 
     python benchmarks/program_search.py [--seeds 8]
 
-Runs all 8 methods on every seed twice — batched (``lib.methods.program_search``) and state by state
-(``lib.methods.program_search_reference``, the seed's recursion) — checks that every number agrees to
+Runs all 8 methods on every seed twice — batched (``lib.program_search.search``) and state by state
+(``lib.program_search.reference``, the seed's recursion) — checks that every number agrees to
 1e-9 (timing columns excepted) and prints both wall times and their ratio.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ import argparse
 import time
 
 
-import lib.methods.program_search as ps
-import lib.methods.program_search_reference as reference
+import lib.program_search.search as ps
+import lib.program_search.reference as reference
 
 TIMING = {"seconds_including_diagnostics", "setup_seconds_including_task_and_anchor_construction"}
 
@@ -43,7 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     cfg = ps.SearchConfig(seeds=args.seeds)
     timings, cpu, results = {}, {}, {}
-    for label, search in (("batched (lib.methods.program_search)", None), ("per-state (seed's way)", reference.one_run)):
+    for label, search in (("batched (lib.program_search.search)", None), ("per-state (seed's way)", reference.one_run)):
         t0, c0 = time.perf_counter(), time.process_time()
         results[label] = ps.run_all(cfg, search=search)
         timings[label], cpu[label] = time.perf_counter() - t0, time.process_time() - c0
@@ -55,7 +55,7 @@ def main() -> None:
     print(f"program search, {args.seeds} seeds x {len(ps.METHODS)} methods x {cfg.generations} generations")
     for label, t in timings.items():
         print(f"  {label:32s} {t:8.2f} s wall  {cpu[label]:8.2f} s CPU")
-    slow_l, fast_l = "per-state (seed's way)", "batched (lib.methods.program_search)"
+    slow_l, fast_l = "per-state (seed's way)", "batched (lib.program_search.search)"
     print(f"  speed-up (per-state / batched)   {timings[slow_l] / timings[fast_l]:8.1f} x wall  "
           f"{cpu[slow_l] / cpu[fast_l]:8.1f} x CPU")
     print("  max |difference|: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from lib.llm import lora
-from lib.llm.generate import generate, generate_agents
-from lib.llm.models import load_base
-from lib.methods.tasks import FAMILIES, make_pool, make_tasks
+from lib.engines import lora
+from lib.engines.generate import generate, generate_agents
+from lib.engines.models import load_base
+from lib.core.tasks import FAMILIES, make_pool, make_tasks
 
 
 def main() -> None:

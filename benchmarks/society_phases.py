@@ -2,7 +2,7 @@
 
 ``--compare trainers`` (the default): the founders and one (arm, seed) of a society config run for
 ``--generations`` generations (default 2: generation 0 breeds, generation 1 only evaluates) under
-three trainers (:mod:`lib.llm.batched`): ``sequential`` (the reference: one peft adapter after
+three trainers (:mod:`lib.engines.batched`): ``sequential`` (the reference: one peft adapter after
 another), ``batched`` (all adapters of a step in lock-step, one adapter's rows per forward: the CPU
 default) and ``batched-1pass`` (every adapter's rows in one forward and one backward: the CUDA
 default), alternating their order per repeat so that load on the machine hits all alike; the agents
@@ -14,7 +14,7 @@ breeding generation and the ratio to the reference, whether the rows are identic
 FLOP floor.
 
 ``--compare engines``: the same generation with ``engine="peft"`` (peft mixed-adapter batches and
-peft merges, HF ``generate``) against ``engine="folded"`` (:mod:`lib.llm.folded`).
+peft merges, HF ``generate``) against ``engine="folded"`` (:mod:`lib.engines.folded`).
 
 Floors: FLOPs at the machine's matmul throughput (measured here, best of 5, a one-thread float32
 matmul of the model's own MLP shape). FLOPs: 2 per weight of every Linear layer (the output head
@@ -44,11 +44,11 @@ import pandas as pd
 import yaml
 
 from lib.core.config import load_yaml
-from lib.llm import society
-from lib.llm.batched import ROWS_ENV
-from lib.llm.founders import ensure_founders
-from lib.llm.models import load_base
-from lib.llm.timing import PhaseTimer
+from lib.society import run as society
+from lib.engines.batched import ROWS_ENV
+from lib.society.founders import ensure_founders
+from lib.engines.models import load_base
+from lib.engines.timing import PhaseTimer
 
 PHASES = ("load", "evaluate", "screen", "inherit", "train")
 
@@ -96,7 +96,7 @@ TRAINERS = {"sequential": ("sequential", None), "batched": ("batched", None), "b
 
 @contextmanager
 def rows_env(value: str | None):
-    """:data:`lib.llm.batched.ROWS_ENV` set to ``value`` (None: unset) inside the block."""
+    """:data:`lib.engines.batched.ROWS_ENV` set to ``value`` (None: unset) inside the block."""
     old = os.environ.pop(ROWS_ENV, None)
     if value is not None:
         os.environ[ROWS_ENV] = value

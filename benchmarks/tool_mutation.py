@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn as nn
 
-from lib.methods.tool_mutation import ToolMutator
+from lib.tool_mutation.mutator import ToolMutator
 
 # (label, d_in, hidden, encoder depth, validation batch)
 CASES = [

@@ -29,17 +29,17 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .core.config import ConfigError, load_yaml
-from .core.errors import DataMismatchError, cli_main
-from .core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
-from .core.paths import data_dir
+from lib.core.config import ConfigError, load_yaml
+from lib.core.errors import DataMismatchError, cli_main
+from lib.core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
+from lib.core.paths import data_dir
 
 RUNNERS = {
-    "operators": "lib.methods.population",
-    "program_search": "lib.methods.program_search",
-    "tool_mutation": "lib.methods.tool_mutation",
-    "llm_society": "lib.llm.society",
-    "llm_society_v2": "lib.llm.society",
+    "operators": "lib.operators.population",
+    "program_search": "lib.program_search.search",
+    "tool_mutation": "lib.tool_mutation.mutator",
+    "llm_society": "lib.society.run",
+    "llm_society_v2": "lib.society.run",
 }
 
 
@@ -91,13 +91,13 @@ def preflight(cfg: dict, *, will_write: bool | None = None, replacing: bool = Fa
     """Cheap checks of a validated config before any work (raise a :class:`lib.core.errors.UserError`).
 
     The base model's files exist locally (configs with ``base_model``; checked first, without the
-    network, :func:`lib.llm.models.check_base_available`); the data folder holds no other config's
+    network, :func:`lib.engines.models.check_base_available`); the data folder holds no other config's
     data and its manifest and progress files are readable; and, where data is still to be written (``will_write``; default: the runner's
     ``shard_done`` is false), the tree is clean for ``cpu``/``paper`` data. ``replacing``: the
     folder's old data will be moved aside (``lib.reproduce --force``), so its config does not matter.
     """
     if "base_model" in cfg:
-        from .llm.models import check_base_available
+        from lib.engines.models import check_base_available
         check_base_available(cfg["base_model"])
     if not replacing:
         check_folder(cfg)

@@ -2,7 +2,7 @@
 
 :func:`manifest_table` compares, for every experiment of a scale, the ``manifest.json`` of its data
 folder with ``configs/<experiment>/<scale>.yaml`` (both validated, so defaults count the same);
-:func:`write_index` turns ``figures/<scale>/index.json`` (written by :func:`lib.plots.style.save_figure`)
+:func:`write_index` turns ``figures/<scale>/index.json`` (written by :func:`lib.style.save_figure`)
 into ``figures/<scale>/INDEX.md``, where the data of a panel is listed as glob patterns with counts
 (``data/cpu/tool_mutation/sgd_s*.csv`` (16 files)) and only files and manifests that exist are named;
 :func:`check_index` verifies that every figure file, data file and manifest the index names exists
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core.config import config_hash, load_yaml
-from .experiment import runner
-from .plots.style import read_index, rel
-from .core.errors import DamagedFileError, one_line
-from .core.manifest import read_manifest
-from .core.rows import damaged_shards, sha256_of
-from .core.paths import REPO_ROOT, config_path, data_dir, figures_dir
+from lib.core.config import config_hash, load_yaml
+from lib.experiment import runner
+from lib.style import read_index, rel
+from lib.core.errors import DamagedFileError, one_line
+from lib.core.manifest import read_manifest
+from lib.core.rows import damaged_shards, sha256_of
+from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
 

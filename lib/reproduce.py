@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import experiment, pages, tables
-from .core.device import cuda_available
-from .core.errors import MissingDataError, cli_main
-from .core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
+from lib import experiment, pages
+from lib.tables import registry as tables
+from lib.core.device import cuda_available
+from lib.core.errors import MissingDataError, cli_main
+from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 
@@ -167,7 +168,7 @@ def _main(argv: list[str] | None = None) -> int:
         if s.experiment and not config_path(s.experiment, scale).is_file():
             print(f"error: {config_path(s.experiment, scale)} is missing", file=sys.stderr)
             return 2
-    from .plots.style import rel  # late: matplotlib only once there is work to do
+    from lib.style import rel  # late: matplotlib only once there is work to do
 
     has_cuda = cuda_available()
     skipped = [s for s in steps if scale in s.needs_cuda_at and not has_cuda]
@@ -225,13 +226,13 @@ def _main(argv: list[str] | None = None) -> int:
 
 def _reindex(scale: str) -> None:
     if (figures_dir(scale) / "index.json").is_file():
-        from .provenance import write_index
+        from lib.provenance import write_index
         write_index(scale)
 
 
 def _html_only(steps: list[Step], scale: str) -> int:
     """``--html-only``: render the executed notebooks in ``build/<scale>/``; a missing one is a user error."""
-    from .plots.style import rel
+    from lib.style import rel
 
     missing = [s.notebook for s in steps if not (BUILD / scale / s.notebook).is_file()]
     if missing:

@@ -62,15 +62,15 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from . import experiment as _experiment
-from .core.config import ConfigError
-from .core.errors import MissingDependencyError, UserError, cli_main
-from .core.device import device_name, float_path
-from .core.jsonfile import write_json
-from .core.locks import folder_lock
-from .core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
-from .core.paths import data_dir, data_root, recorded_root, runs_dir, runs_root
-from .core.rows import last_done, read_rows, shard_path
+from lib import experiment as _experiment
+from lib.core.config import ConfigError
+from lib.core.errors import MissingDependencyError, UserError, cli_main
+from lib.core.device import device_name, float_path
+from lib.core.jsonfile import write_json
+from lib.core.locks import folder_lock
+from lib.core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
+from lib.core.paths import data_dir, data_root, recorded_root, runs_dir, runs_root
+from lib.core.rows import last_done, read_rows, shard_path
 
 RAY_MISSING = ("lib.sweep needs Ray, an optional extra: install it with `pip install -e .[cluster]` "
                "(or `pip install 'ray[default]>=2.40,<3'`), or run the shards one by one with --serial.")

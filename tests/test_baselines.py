@@ -1,4 +1,4 @@
-"""The field's baselines (lib.llm.baselines) on a micro config of the tiny base."""
+"""The field's baselines (lib.society.baselines) on a micro config of the tiny base."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from lib.llm import baselines, lora, society
-from lib.llm.merge import delta_weights, full_rank, merge_adapters
-from lib.llm.settings import BASELINES, Settings
-from lib.methods.tasks import make_tasks
+from lib.society import baselines, run as society
+from lib.engines import lora
+from lib.engines.merge import delta_weights, full_rank, merge_adapters
+from lib.society.config import BASELINES, Settings
+from lib.core.tasks import make_tasks
 
 MICRO = {
     "experiment": "baselines_test", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
@@ -21,7 +22,7 @@ MICRO = {
 
 @pytest.fixture(scope="module")
 def tiny_base():
-    from lib.llm.models import load_base
+    from lib.engines.models import load_base
     return load_base("tiny", device="cpu")
 
 

@@ -1,4 +1,4 @@
-"""The batched trainer (lib.llm.batched) against the sequential reference (lib.llm.lora), on the tiny base.
+"""The batched trainer (lib.engines.batched) against the sequential reference (lib.engines.lora), on the tiny base.
 
 Tolerance: the trained factors agree within ``ATOL`` (absolute, float32; the factors' entries are of
 order 0.01-0.1). On AVX-512 machines they are bit-identical (the tiny base's rows do not depend on the
@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from lib.core.errors import UserError
-from lib.llm import lora
-from lib.llm.batched import ROWS_ENV, Job, rows_per_pass, schedule, train_loras, train_many
-from lib.llm.models import load_base
-from lib.methods.tasks import make_tasks
+from lib.engines import lora
+from lib.engines.batched import ROWS_ENV, Job, rows_per_pass, schedule, train_loras, train_many
+from lib.engines.models import load_base
+from lib.core.tasks import make_tasks
 
 ATOL = 1e-4
 KW = {"r": 8, "alpha": 16, "targets": lora.ALL_LINEAR, "lr": 2e-3, "batch_size": 8}

@@ -1,7 +1,7 @@
 """The GPU path's dtype handling, run on the CPU: the tiny society in bf16.
 
 The paper scale runs the society on a bf16 base on CUDA, where ``make_agents`` picks peft's mixed
-adapter batches (:class:`lib.llm.agents.PeftAgents`) and peft keeps the LoRA factors in float32
+adapter batches (:class:`lib.engines.agents.PeftAgents`) and peft keeps the LoRA factors in float32
 beside the bf16 weights. This module runs that same code on the CPU (``dtype: bf16`` with the
 opt-in ``GE_CPU_BF16=1``) on the tiny base: founders trained in bf16, exact (``full``) and linear
 (``sex_linear``) merges, mixed-adapter generation, child training, an interrupted run resumed —
@@ -18,9 +18,9 @@ import torch
 from safetensors import safe_open
 
 from lib.core.errors import DataMismatchError, DeviceError
-from lib.llm import society
-from lib.llm.models import load_base
-from lib.llm.settings import CPU_BF16_ENV
+from lib.society import run as society
+from lib.engines.models import load_base
+from lib.society.config import CPU_BF16_ENV
 
 CFG = {"experiment": "society_bf16", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
        "dtype": "bf16", "families": ["lists", "strings"], "agents": 3, "generations": 2,

@@ -25,7 +25,8 @@ from lib.core import jsonfile, rows
 from lib.core.config import load_yaml
 from lib.core.errors import DamagedFileError
 from lib.core.paths import REPO_ROOT, config_path
-from lib.llm import models, society
+from lib.engines import models
+from lib.society import run as society
 
 CFG = {**load_yaml(config_path("society", "smoke")), "arms": ["full"]}
 SHARD = "full_s0"
@@ -172,7 +173,7 @@ def test_half_written_block_of_an_unfinished_shard_is_recomputed(reference, copy
 # the first run, paused inside its shard (the lock held, nothing of the shard written yet) until told to go on
 PAUSED_RUN = """
 import pathlib, sys, time
-from lib.llm import society
+from lib.society import run as society
 real, holding, go = society.run_shard, pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
 def paused(*args, **kw):
     holding.write_text("")
@@ -294,15 +295,15 @@ def test_json_writes_are_atomic_and_every_reader_names_the_file(tmp_path, monkey
     with pytest.raises(ValueError):
         jsonfile.write_json(p, {"a": float("nan")})  # fails before the rename: the old file stands
     assert json.loads(p.read_text()) == {"a": 1} and [f.name for f in tmp_path.iterdir()] == ["x.json"]
-    # index.json of the figures (lib.plots.style)
-    from lib.plots import style
+    # index.json of the figures (lib.style)
+    from lib import style
     monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "fig"))
     idx = tmp_path / "fig" / "smoke" / "index.json"
     idx.parent.mkdir(parents=True)
     idx.write_text('{"fig1": {"caption": "x"')
     with pytest.raises(DamagedFileError, match=r"index\.json is not readable JSON.*notebook 05"):
         style.read_index("smoke")
-    # gpu_timings.jsonl (lib.gpu_run): appended by an atomic rewrite; a damaged line is named
+    # gpu_timings.jsonl (lib.society.gpu_run): appended by an atomic rewrite; a damaged line is named
     t = tmp_path / "gpu_timings.jsonl"
     jsonfile.append_jsonl(t, {"generation": 0}, fix="f")
     jsonfile.append_jsonl(t, {"generation": 1}, fix="f")
@@ -310,7 +311,7 @@ def test_json_writes_are_atomic_and_every_reader_names_the_file(tmp_path, monkey
     t.write_text(t.read_text() + '{"generation": 2, "wa\n')
     with pytest.raises(DamagedFileError, match=r"gpu_timings\.jsonl line 3 .*delete that line"):
         jsonfile.append_jsonl(t, {"generation": 3}, fix="delete that line")
-    # the tiny base's build_info.json (lib.llm.models)
+    # the tiny base's build_info.json (lib.engines.models)
     (tmp_path / "build_info.json").write_text("{")
     with pytest.raises(DamagedFileError, match="build_info.json.*make tiny-base"):
         models.read_build_info(tmp_path)

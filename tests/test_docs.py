@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -53,6 +54,10 @@ def test_every_module_run_with_python_m_is_a_command(doc):
     for name in set(re.findall(r"python -m (lib[\w.]*)", TEXT[doc])):
         spec = importlib.util.find_spec(name)
         assert spec is not None and spec.origin, f"{doc.name}: python -m {name}: no such module"
+        if spec.submodule_search_locations:  # a package runs its __main__.py
+            main = Path(spec.submodule_search_locations[0]) / "__main__.py"
+            assert main.exists(), f"{doc.name}: python -m {name}: the package has no __main__.py"
+            continue
         assert '__name__ == "__main__"' in open(spec.origin).read(), f"{doc.name}: {name} runs nothing"
 
 

@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 from figcheck import assert_png_drawn
-from lib import plots, provenance, reproduce
+from lib import figures as plots, provenance, reproduce
 from lib.core import paths
-from lib.plots import style as figures
+from lib import style as figures
 from lib.core.paths import REPO_ROOT, figures_dir
 
 
@@ -22,7 +22,7 @@ def test_every_experiment_has_a_plot_module_with_the_contract():
     for exp in plots.EXPERIMENTS:
         mod = plots.module(exp)
         for fn in ("load_data", "draw_all", "stats_table"):
-            assert callable(getattr(mod, fn, None)), f"lib.plots.{exp} lacks {fn}"
+            assert callable(getattr(mod, fn, None)), f"lib.figures.{exp} lacks {fn}"
     with pytest.raises(ValueError, match="known"):
         plots.module("nope")
 
@@ -50,7 +50,7 @@ def test_every_colour_is_a_colour_blind_safe_one_and_a_variant_keeps_its_arms():
 def test_looks_of_unknown_names_are_the_same_in_every_process():
     """String hashing is salted per interpreter (PYTHONHASHSEED): a look derived from ``hash`` would
     give an unknown arm another colour in the next notebook run."""
-    code = f"from lib.plots.style import arm_style; print([arm_style(n) for n in {UNKNOWN!r}])"
+    code = f"from lib.style import arm_style; print([arm_style(n) for n in {UNKNOWN!r}])"
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONHASHSEED": h}) for h in ("1", "2")]
     seen = {p.communicate(timeout=300)[0].strip() for p in procs}

@@ -1,4 +1,4 @@
-"""The folded engine (lib.llm.folded) answers as the peft path does, on the tiny base.
+"""The folded engine (lib.engines.folded) answers as the peft path does, on the tiny base.
 
 Both compute the same updates in another order of the same sums, so answers may differ where two
 tokens' logits tie to the last bit; the stated tolerance is at most 1 % of the answers (measured here:
@@ -9,20 +9,20 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.llm import lora
-from lib.llm.agents import PeftAgents, make_agents
-from lib.llm.folded import FoldedAgents, greedy_decode
-from lib.llm.generate import generate, left_pad
-from lib.llm.merge import delta_weights
-from lib.llm.pools import draw
-from lib.methods.tasks import FAMILIES, make_tasks
+from lib.engines import lora
+from lib.engines.agents import PeftAgents, make_agents
+from lib.engines.folded import FoldedAgents, greedy_decode
+from lib.engines.generate import generate, left_pad
+from lib.engines.merge import delta_weights
+from lib.society.pools import draw
+from lib.core.tasks import FAMILIES, make_tasks
 
 TOLERANCE = 0.01
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from lib.llm.models import load_base
+    from lib.engines.models import load_base
     base = load_base("tiny", device="cpu")
     root = tmp_path_factory.mktemp("folded")
     dirs = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.llm import models, tiny_base
+from lib.engines import models, tiny_base
 
 
 def test_tokenizer_round_trip_and_left_padding(tmp_path):
@@ -70,7 +70,7 @@ def test_committed_base_reproduces_its_recorded_accuracy():
 
 
 def test_committed_tiny_base_loads_and_knows_the_format():
-    from lib.llm.generate import generate
+    from lib.engines.generate import generate
     base = models.load_base("tiny", device="cpu")
     assert base.info["params"] == 1_062_400 and not base.chat
     out = generate(base, ["sort 3 1 2 =", "add 1+2 ="])
@@ -89,11 +89,11 @@ def test_missing_base_is_a_clear_error(tmp_path):
         models.TINY_DIR = old
 
 
-# ----------------------------------------------------------------------------- adapters (lib.llm.lora)
+# ----------------------------------------------------------------------------- adapters (lib.engines.lora)
 
 
 def test_adapters_are_seeded_without_touching_the_callers_rng():
-    from lib.llm import lora
+    from lib.engines import lora
     base = models.load_base("tiny", device="cpu")
     torch.manual_seed(123)
     expected = torch.rand(4)
@@ -108,8 +108,8 @@ def test_adapters_are_seeded_without_touching_the_callers_rng():
 
 
 def test_failed_training_leaves_the_model_as_it_found_it(monkeypatch):
-    from lib.llm import lora
-    from lib.methods.tasks import make_tasks
+    from lib.engines import lora
+    from lib.core.tasks import make_tasks
     base = models.load_base("tiny", device="cpu")
     lora.new_adapter(base, "t", r=4, alpha=8, seed=0)
     real, calls = lora.encode_batch, []

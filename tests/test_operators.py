@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lib.methods import operators as op
-from lib.methods.tasks import Task
+from lib.operators import ops as op
+from lib.core.tasks import Task
 
 ANSWERS = st.sampled_from(["", "a", "b", "c", "Answer: a", " B ", "1, 2"])
 

@@ -20,11 +20,15 @@ import nbformat  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from lib import pages  # noqa: E402
-from lib.analysis import society_results as sr  # noqa: E402
-from lib.analysis import stats  # noqa: E402
+from lib.society import results as sr  # noqa: E402
+from lib.core import stats  # noqa: E402
 from lib.core.paths import REPO_ROOT, data_dir  # noqa: E402
-from lib.plots import (operators, program_search, society, society_diagnostics, society_results,  # noqa: E402
-                       society_study, style, tool_mutation)
+from lib.operators import figures as operators
+from lib.program_search import figures as program_search
+from lib.society import figures as society, figures_diagnostics as society_diagnostics, figures_results as society_results
+from lib.society import figures_study as society_study
+from lib import style
+from lib.tool_mutation import figures as tool_mutation
 
 NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
 

@@ -1,4 +1,4 @@
-"""One way to save panels (lib.plots.style.Panel / save_panels), no import circle in lib/plots, an
+"""One way to save panels (lib.style.Panel / save_panels), no import circle in lib/plots, an
 INDEX.md whose every link works, and the figure defects fixed in the drawing code."""
 from __future__ import annotations
 
@@ -19,19 +19,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from lib import provenance  # noqa: E402
-from lib.analysis import stats  # noqa: E402
+from lib.core import stats  # noqa: E402
 from lib.core.paths import REPO_ROOT  # noqa: E402
-from lib.plots import operators, program_search, society, society_diagnostics, style, tool_mutation  # noqa: E402
+from lib.operators import figures as operators
+from lib.program_search import figures as program_search
+from lib.society import figures as society, figures_diagnostics as society_diagnostics
+from lib import style
+from lib.tool_mutation import figures as tool_mutation  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 
 
 def test_society_diagnostics_never_imports_society():
-    tree = ast.parse((REPO_ROOT / "lib/plots/society_diagnostics.py").read_text())
+    tree = ast.parse((REPO_ROOT / "lib/society/figures_diagnostics.py").read_text())
     bad = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-           and ((n.module or "").split(".")[-1] == "society" or any(a.name == "society" for a in n.names))]
+           and ((n.module or "") == "lib.society.figures"
+                or (n.module == "lib.society" and any(a.name == "figures" for a in n.names)))]
     assert not bad, bad
-    code = "import sys, lib.plots.society_diagnostics; print('lib.plots.society' in sys.modules)"
+    code = "import sys, lib.society.figures_diagnostics; print('lib.society.figures' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     # plots.society appends the diagnostics' panels after its own

@@ -1,5 +1,5 @@
 """No evaluation item is ever trained on: every pool of every seed of every committed society config
-draws from its own part of the task space (lib.llm.pools), and the parts are disjoint."""
+draws from its own part of the task space (lib.society.pools), and the parts are disjoint."""
 from __future__ import annotations
 
 import json
@@ -12,9 +12,9 @@ import pytest
 
 from lib.core.config import load_yaml
 from lib.core.paths import CONFIGS, REPO_ROOT
-from lib.llm import pools
-from lib.llm.settings import Settings, seed_list, validate_config
-from lib.methods.tasks import FAMILIES, make_tasks, region
+from lib.society import pools
+from lib.society.config import Settings, seed_list, validate_config
+from lib.core.tasks import FAMILIES, make_tasks, region
 
 CONFIG_FILES = sorted(CONFIGS.glob("society*/*.yaml")) + [REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"]
 
@@ -22,7 +22,7 @@ CONFIG_FILES = sorted(CONFIGS.glob("society*/*.yaml")) + [REPO_ROOT / "tests" / 
 @lru_cache(maxsize=1)
 def pretraining() -> frozenset[str]:
     """Every prompt the tiny base was pre-trained on (all 1,000 steps)."""
-    from lib.llm.models import TINY_STEPS
+    from lib.engines.models import TINY_STEPS
     return frozenset(x.prompt for step in range(TINY_STEPS) for x in pools.pretrain_tasks(step))
 
 
@@ -84,14 +84,14 @@ def test_test_and_val_are_drawn_per_seed():
 
 
 def test_audit_command_prints_every_pool_as_json():
-    out = subprocess.run([sys.executable, "-m", "lib.llm.pools", "configs/society/smoke.yaml", "--seed", "0",
+    out = subprocess.run([sys.executable, "-m", "lib.society.pools", "configs/society/smoke.yaml", "--seed", "0",
                           "--no-pretraining"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     cfg = validate_config(load_yaml(CONFIGS / "society" / "smoke.yaml"))
     assert got == pools.audit(cfg, 0, pretraining=False)
     assert {"val", "screening", "test", "conformity_t0", "inheritance_t0", "founder0_lists"} <= set(got)
-    bad = subprocess.run([sys.executable, "-m", "lib.llm.pools", "configs/society/nope.yaml"], cwd=REPO_ROOT,
+    bad = subprocess.run([sys.executable, "-m", "lib.society.pools", "configs/society/nope.yaml"], cwd=REPO_ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nope.yaml" in bad.stderr
 

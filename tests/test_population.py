@@ -1,4 +1,4 @@
-"""The synthetic population of notebook 01 (lib.methods.population): skills per seed, fitness that
+"""The synthetic population of notebook 01 (lib.operators.population): skills per seed, fitness that
 follows skill, shared misconceptions, the selection sweep, its tables, reuse of data, config errors."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from lib import experiment
 from lib.core.config import ConfigError
-from lib.methods import operators as op
-from lib.methods import population as pop
-from lib.methods.tasks import FAMILIES
+from lib.operators import ops as op
+from lib.operators import population as pop
+from lib.core.tasks import FAMILIES
 
 
 def _cfg(**kw) -> dict:

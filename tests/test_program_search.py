@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import lib.methods.program_search as ps
+import lib.program_search.search as ps
 from lib import experiment
 from lib.core.config import ConfigError
 from lib.core.manifest import read_manifest
@@ -113,7 +113,7 @@ def test_equivalent_predictors_agree_on_every_order_choice():
 
 @pytest.mark.parametrize("method", ["corrected", "random_order", "direct_tournament", "no_feedback"])
 def test_batched_equals_per_state_reference(method):
-    from lib.methods import program_search_reference as ref
+    from lib.program_search import reference as ref
     cfg = ps.SearchConfig(seeds=1, generations=3)
     a, da, _ = ps.one_run(0, method, cfg)
     b, db, _ = ref.one_run(0, method, cfg)
@@ -209,7 +209,7 @@ def test_run_experiment_shards_resume_and_refuse(tmp_path, monkeypatch):
 
 
 def test_cli_writes_seed_files(tmp_path, capsys):
-    from lib import program_search as cli
+    from lib.program_search import __main__ as cli
     assert cli.main(["--seeds", "1", "--output", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["final_results"]) == len(ps.METHODS)

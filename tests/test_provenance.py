@@ -9,7 +9,7 @@ import pytest
 
 from lib import provenance
 from lib.core import paths
-from lib.plots import style as figures
+from lib import style as figures
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_check_index_and_written_index(repo, monkeypatch):
 def test_figures_drawn_from_data_that_changed_since_are_listed(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from lib.plots.style import save_figure
+    from lib.style import save_figure
     monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
     data = tmp_path / "rows.csv"
     data.write_text("a,b\n1,2\n")

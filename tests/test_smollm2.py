@@ -5,7 +5,7 @@ The model is loaded once for the module (~25-50 s on 2 cores). The tests marked 
 with it: the chat prompt parses into answers, the base verifies on ``lists``, mixed-adapter batches
 equal the per-adapter loop, exact merges of rank 2r save, load and generate, and a micro society
 (tests/data/society_smollm2_micro.yaml: 2 agents, 2 generations, arms ``full`` and ``sex_linear``)
-runs every phase, stopped after its first generation and resumed by :mod:`lib.gpu_run`.
+runs every phase, stopped after its first generation and resumed by :mod:`lib.society.gpu_run`.
 The unmarked tests (timer, the GPU script's refusal without CUDA, the base's identity) need no model.
 """
 from __future__ import annotations
@@ -19,13 +19,14 @@ import pytest
 import torch
 
 from lib.core.config import load_yaml
-from lib import gpu_run
-from lib.llm import lora, merge, models, society
-from lib.llm.generate import generate, generate_agents, generate_agents_loop
-from lib.llm.timing import PhaseClock, PhaseTimer
-from lib.methods.operators import answer_of
+from lib.society import gpu_run
+from lib.engines import lora, merge, models
+from lib.society import run as society
+from lib.engines.generate import generate, generate_agents, generate_agents_loop
+from lib.engines.timing import PhaseClock, PhaseTimer
+from lib.operators.ops import answer_of
 from lib.core.paths import REPO_ROOT
-from lib.methods.tasks import FAMILIES, Task, make_pool, make_tasks, normalise, verify
+from lib.core.tasks import FAMILIES, Task, make_pool, make_tasks, normalise, verify
 
 MICRO = REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"
 SHAPE = {"lists": re.compile(r"^\d+( \d+)*$"), "strings": re.compile(r"^[a-z]+$"),

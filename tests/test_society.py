@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from lib.core.config import ConfigError
-from lib.llm import lora, merge, society
-from lib.llm.generate import generate_agents, generate_agents_loop
-from lib.llm import pools
-from lib.llm.settings import Settings
-from lib.methods.operators import elite_indices
-from lib.methods.tasks import FAMILIES, make_pool, make_tasks
+from lib.engines import lora, merge
+from lib.society import run as society
+from lib.engines.generate import generate_agents, generate_agents_loop
+from lib.society import pools
+from lib.society.config import Settings
+from lib.operators.ops import elite_indices
+from lib.core.tasks import FAMILIES, make_pool, make_tasks
 
 TINY = {
     "experiment": "society_test", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
@@ -25,7 +26,7 @@ TINY = {
 
 @pytest.fixture(scope="module")
 def tiny_base():
-    from lib.llm.models import load_base
+    from lib.engines.models import load_base
     return load_base("tiny", device="cpu")
 
 

@@ -1,5 +1,5 @@
-"""Operator diagnostics of the society (lib.analysis.diagnostics) on hand-made rows with known answers,
-and their SI panels (lib.plots.society_diagnostics): drawn when their data is there, skipped when not."""
+"""Operator diagnostics of the society (lib.society.diagnostics) on hand-made rows with known answers,
+and their SI panels (lib.society.figures_diagnostics): drawn when their data is there, skipped when not."""
 from __future__ import annotations
 
 import matplotlib
@@ -9,7 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lib.analysis import diagnostics as dg  # noqa: E402
+from lib.society import diagnostics as dg  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 FAMS = ["lists", "strings", "arith"]
@@ -286,7 +286,7 @@ def test_elitism_comparison_empty_without_variants():
 
 
 def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4, generations=3) -> pd.DataFrame:
-    """Rows shaped like lib.llm.society's v2 loop with diagnostics (values random, seeded)."""
+    """Rows shaped like lib.society.run's v2 loop with diagnostics (values random, seeded)."""
     rows = []
     for s in seeds:
         for arm in arms:
@@ -316,8 +316,8 @@ def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4,
 
 def test_si_panels_draw_with_ci_and_skip_without_their_data():
     import matplotlib.pyplot as plt
-    from lib.plots import society as plots
-    from lib.plots import society_diagnostics as sd
+    from lib.society import figures as plots
+    from lib.society import figures_diagnostics as sd
 
     names = [p.name for p in plots.PANELS]
     mine = [p.name for p in sd.PANELS]

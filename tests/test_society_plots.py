@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import figcheck  # noqa: E402
 from figcheck import assert_png_drawn  # noqa: E402
 from lib.core.paths import REPO_ROOT, figures_dir  # noqa: E402
-from lib.plots import society as plots  # noqa: E402
-from lib.plots import style  # noqa: E402
+from lib.society import figures as plots  # noqa: E402
+from lib import style  # noqa: E402
 
 
 def _two_seeds(df: pd.DataFrame) -> pd.DataFrame:
@@ -216,7 +216,7 @@ def test_breeding_arms_are_compared_with_the_full_run_beside_them():
     s = plots.paired_vs_reference(last)[1].set_index("arm")
     assert s.loc["no_sex", "mean"] == pytest.approx(-0.1) and s.loc["no_sex", "reference"] == "full@breeding"
     assert s.loc["full@breeding", "mean"] == pytest.approx(0.3)
-    from lib.plots import style  # drawn beside full@e1 in Fig. 3a: a look of its own, not full's dashed
+    from lib import style  # drawn beside full@e1 in Fig. 3a: a look of its own, not full's dashed
     looks = {a: (style.arm_style(a)["color"], style.arm_style(a)["marker"]) for a in ("full", "full@e1", "full@breeding")}
     assert looks["full@breeding"] not in (looks["full"], looks["full@e1"])
 
@@ -232,7 +232,7 @@ def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():
     assert len(walls[walls["arm"] == "full"]) == len(main)  # the main full's walls alone, not the re-run's too
     assert set(walls.loc[walls["arm"] == "full@breeding", "seed"]) == set(own["seed"])
     # Fig. 3f compares the main run's arms; a breeding arm is compared with its own full in Fig. 3a
-    from lib.analysis.society_results import method_scores
+    from lib.society.results import method_scores
     methods = set(method_scores(rows, data["families"])["method"])
     assert "full" in methods and not methods & {"no_sex", "sex_linear", "sex_sum", "sex_ties", "full@breeding"}
 

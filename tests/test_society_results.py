@@ -1,6 +1,6 @@
-"""The society's central question (lib.analysis.society_results) on hand-made rows with known answers —
+"""The society's central question (lib.society.results) on hand-made rows with known answers —
 skill retention on the novel region, where it is lost, generalists, the comparison with the field's
-merge methods — and their panels (lib.plots.society_results): drawn from what the rows hold, skipped
+merge methods — and their panels (lib.society.figures_results): drawn from what the rows hold, skipped
 without their data."""
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import figcheck  # noqa: E402
-from lib.analysis import diagnostics as dg  # noqa: E402
-from lib.analysis import society_results as sr  # noqa: E402
-from lib.analysis import stats  # noqa: E402
-from lib.plots import society as plots  # noqa: E402
-from lib.plots import society_results as sp  # noqa: E402
+from lib.society import diagnostics as dg  # noqa: E402
+from lib.society import results as sr  # noqa: E402
+from lib.core import stats  # noqa: E402
+from lib.society import figures as plots  # noqa: E402
+from lib.society import figures_results as sp  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 FAMS = ["lists", "strings", "arith"]

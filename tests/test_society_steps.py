@@ -1,14 +1,14 @@
-"""One generation's steps (lib.llm.generation) with fake agents whose answers are fixed lists: no model, no disk."""
+"""One generation's steps (lib.society.generation) with fake agents whose answers are fixed lists: no model, no disk."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lib.llm import generation as step
-from lib.llm.pools import GenerationPools
-from lib.llm.settings import Arm
-from lib.llm.society import RowWriter
-from lib.methods.tasks import Task
+from lib.society import generation as step
+from lib.society.pools import GenerationPools
+from lib.society.config import Arm
+from lib.society.run import RowWriter
+from lib.core.tasks import Task
 
 FAMS = ("lists", "arith")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib.analysis import stats
+from lib.core import stats
 
 
 def test_t_interval_is_mean_plus_minus_t_quantile_times_standard_error():

@@ -11,13 +11,13 @@ import torch
 
 from lib.core.config import ConfigError, load_yaml
 from lib.core.paths import config_path
-from lib.llm import generation as step
-from lib.llm import pools, society
-from lib.llm.merge import inherit_merge
-from lib.llm.lora import publish_factors
-from lib.llm.settings import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
-from lib.methods.operators import lexicase_parents, niche_parents
-from lib.methods.tasks import Task
+from lib.society import generation as step
+from lib.society import pools, run as society
+from lib.engines.merge import inherit_merge
+from lib.engines.lora import publish_factors
+from lib.society.config import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
+from lib.operators.ops import lexicase_parents, niche_parents
+from lib.core.tasks import Task
 from tests.test_society_steps import INHERIT, POOLS, FakeAgents, right
 
 STUDY = "configs/society_study/cpu.yaml"
@@ -188,7 +188,7 @@ def test_budgets_and_designs_resolve_from_the_arm_name():
 
 
 def test_seed_budget_screens_six_merges_and_trains_two_epochs_in_a_run(tmp_path):
-    from lib.llm.models import load_base
+    from lib.engines.models import load_base
     from tests.test_baselines import MICRO
     cfg = validate_config({**MICRO, "experiment": "seed_budget_test", "arms": ["full", "full@seed_budget"],
                            "adapters_dir": str(tmp_path / "runs")})
@@ -271,8 +271,8 @@ def _choice_rows(arm, key, values):
 
 def test_grid_choices_name_a_mode_at_an_open_edge():
     import pandas as pd
-    from lib.analysis.society_study import grid_choices
-    from lib.llm.baselines import grid_of
+    from lib.society.study import grid_choices
+    from lib.society.baselines import grid_of
     grids = grid_of("wide")
     rows = pd.concat([
         _choice_rows("baseline_task_arithmetic", "lambda", [1.0, 1.0, 1.0, 0.3]),  # the top of the grid: open
@@ -298,7 +298,7 @@ def test_grid_choices_name_a_mode_at_an_open_edge():
 def _grid_rows(arm, seed, scores):
     """A baseline's ``val_grid_*`` rows: ``scores`` maps (density, λ) to a val accuracy."""
     import pandas as pd
-    from lib.llm.baselines import grid_key
+    from lib.society.baselines import grid_key
     return pd.DataFrame([{"arm": arm, "seed": seed, "generation": 7, "agent": 0,
                           "metric": grid_key({"density": d, "lambda": lam}), "value": v}
                          for (d, lam), v in scores.items()])
@@ -309,8 +309,8 @@ def test_a_choice_at_a_grid_end_that_is_a_tie_is_not_an_open_edge():
     inner densities (the merge at λ = 0.02 is nearly the base), the end is the grid order's tie break,
     not the optimum; where 0.2 alone is best on most seeds, it is an open edge."""
     import pandas as pd
-    from lib.analysis.society_study import grid_choices, grid_optima
-    from lib.llm.baselines import grid_of, parse_grid_key, grid_key
+    from lib.society.study import grid_choices, grid_optima
+    from lib.society.baselines import grid_of, parse_grid_key, grid_key
     grids = {"baseline_ties": grid_of("wide")["baseline_ties"]}
     chosen = pd.concat([_choice_rows("baseline_ties", "density", [0.2] * 4),
                         _choice_rows("baseline_ties", "lambda", [0.02] * 4)])
@@ -330,7 +330,7 @@ def test_a_choice_at_a_grid_end_that_is_a_tie_is_not_an_open_edge():
 
 def test_a_run_still_in_progress_enters_no_comparison():
     import pandas as pd
-    from lib.analysis.society_study import complete_runs, population_scores
+    from lib.society.study import complete_runs, population_scores
     rows = pd.DataFrame([{"arm": a, "seed": s, "generation": g, "agent": 0, "metric": m, "value": v,
                           "selected": False, "conformity": 0.0, "score": 0.0}
                          for a, s, last in (("full", 0, 7), ("full", 1, 3))
@@ -345,8 +345,8 @@ def test_a_run_config_is_checked_and_hashed_once_at_the_door(monkeypatch):
     """run_experiment freezes the config once (RunConfig.of); below it nothing re-validates or re-hashes."""
     from lib.core import config as core_config_mod
     from lib.core.config import ConfigError, Frozen, config_hash
-    from lib.llm import settings
-    from lib.llm.settings import RunConfig, core_config, validate_config
+    from lib.society import config as settings
+    from lib.society.config import RunConfig, core_config, validate_config
     raw = load_yaml(config_path("society_study", "smoke"))
     rc = RunConfig.of(raw)
     assert rc.hash == config_hash(core_config(validate_config(raw)))  # the same identity as a plain dict's

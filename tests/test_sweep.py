@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from lib import sweep
-from lib.methods import program_search, tool_mutation
+from lib.program_search import search as program_search
+from lib.tool_mutation import mutator as tool_mutation
 from lib.core.config import load_yaml
 from lib.core.paths import config_path
 from lib.core.rows import last_done, read_rows

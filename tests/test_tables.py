@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from lib import tables
+from lib.society import tables as study_tables
+from lib.tables import registry as tables
 
 
 def test_committed_tables_equal_what_the_committed_data_gives():
@@ -19,7 +20,7 @@ def test_render_rewrites_a_marked_block_and_only_it(monkeypatch):
 
 
 def test_study_tables_at_smoke_name_every_primary_comparison():
-    md = tables.study_primary("smoke")
+    md = study_tables.study_primary("smoke")
     if md.startswith("No data yet"):
         pytest.skip("no smoke study data in this checkout")
     for label in ("full@matched − full", "verified − full@matched", "niche − full", "inherit_merge − full",
@@ -46,14 +47,14 @@ def test_every_table_and_value_name_is_used_by_a_committed_file():
 
 
 def test_verdict_words_follow_holm_p_and_sign():
-    from lib.analysis.society_study import verdict
+    from lib.society.study import verdict
     assert verdict(+0.05, 0.01) == "win" and verdict(-0.05, 0.01) == "loss"
     assert verdict(+0.20, 0.05) == "tie" and verdict(-0.2, 0.3) == "tie"
     assert verdict(float("nan"), 0.01) == "—" and verdict(0.1, float("nan")) == "—"
 
 
 def test_study_primary_marks_comparisons_short_of_their_preregistered_seeds_interim():
-    md = tables.study_primary("smoke")
+    md = study_tables.study_primary("smoke")
     if md.startswith("No data yet"):
         pytest.skip("no smoke study data in this checkout")
     body = md.splitlines()[2:]
@@ -77,7 +78,7 @@ def smoke_copies(tmp_path, monkeypatch):
     import shutil
 
     from lib.core.paths import REPO_ROOT
-    from lib.tables import data as table_data
+    from lib.society import data as table_data
 
     def copy(*experiments):
         for exp in experiments:
@@ -90,7 +91,7 @@ def smoke_copies(tmp_path, monkeypatch):
 
 
 def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_copies):
-    from lib.tables import society_results as sr
+    from lib.society import tables_results as sr
     rows = sr._breeding_rows.__wrapped__("smoke")
     assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society_recombination"}
     assert set(rows["arm"]) == {"full", "no_sex", "sex_linear", "sex_sum", "sex_ties"}
@@ -102,7 +103,7 @@ def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_cop
 
 
 def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_copies):
-    from lib.tables import society as st
+    from lib.society import tables as st
     rows = st.lexicase_rows("smoke")
     assert set(rows["experiment"]) == {"society_lexicase"} and set(rows["arm"]) == {"full", "niche", "lexicase"}
     # without its own full, the lexicase − full line is not run yet: never the study's full of another folder

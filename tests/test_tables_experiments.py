@@ -1,5 +1,5 @@
 """The README's operators, tool-mutation and program-search results are written from the data by
-``lib.tables.operators``, ``.tool_mutation`` and ``.program_search``: every table names its rows, every
+``lib.operators.tables``, ``.tool_mutation`` and ``.program_search``: every table names its rows, every
 inline value is made from the data, and a number recomputed from the CSVs with pandas alone is in the table."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.analysis.operators import parents_changed
+from lib.operators.analysis import parents_changed
 from lib.core.paths import data_dir
 from lib.tables import effects
-from lib.tables import operators as op
-from lib.tables import program_search as ps
-from lib.tables import tool_mutation as tm
+from lib.operators import tables as op
+from lib.program_search import tables as ps
+from lib.tool_mutation import tables as tm
 
 HEADER = "| figure | comparison | Δ [95 % CI (sign-flip inversion)] | p | n |"
 

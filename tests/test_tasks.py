@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.methods.tasks import FAMILIES, Task, make_pool, make_tasks, normalise, verify
+from lib.core.tasks import FAMILIES, Task, make_pool, make_tasks, normalise, verify
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -11,10 +11,10 @@ import torch
 import torch.nn as nn
 
 import figcheck
-import lib.methods.tool_mutation as tm
+import lib.tool_mutation.mutator as tm
 from lib.core.config import ConfigError
 from lib.core.rows import last_done, read_rows, shard_path
-from lib.methods.tool_mutation import ToolMutator, UnknownToolError, UnknownVariantError, variant_losses
+from lib.tool_mutation.mutator import ToolMutator, UnknownToolError, UnknownVariantError, variant_losses
 
 
 def _host(seed=0):
@@ -433,7 +433,7 @@ def _seed_mean(d, arm):
 
 
 def _check_arm_lines(ax, d, arms):
-    from lib.plots.style import colour
+    from lib.style import colour
     drawn = figcheck.lines(ax)
     assert set(arms) <= set(figcheck.legend_labels(ax))
     for arm in arms:
@@ -445,7 +445,7 @@ def _check_arm_lines(ax, d, arms):
 
 def test_plots_draw_from_data(datadir, monkeypatch):
     import matplotlib.pyplot as plt
-    from lib.plots import tool_mutation as plots
+    from lib.tool_mutation import figures as plots
     monkeypatch.setattr(plots, "data_dir", tm.data_dir)
     with pytest.raises(FileNotFoundError, match="python -m lib.experiment"):
         plots.load_data("smoke")

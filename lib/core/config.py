@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from .errors import UserError
+from lib.core.errors import UserError
 
 
 class ConfigError(UserError, ValueError):

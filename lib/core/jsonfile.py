@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .errors import DamagedFileError
+from lib.core.errors import DamagedFileError
 
 
 def _atomic_write(path: Path, text: str) -> Path:

@@ -16,7 +16,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import BusyError
+from lib.core.errors import BusyError
 
 FOLDER_LOCK = ".lock"
 FOLDER_WAIT_S = 120.0  # a manifest update takes milliseconds; longer means a stuck process

@@ -22,12 +22,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import config_hash
-from .device import device_name, float_path
-from .errors import DamagedFileError, DataMismatchError, DirtyTreeError
-from .jsonfile import read_json, write_json
-from .locks import folder_lock
-from .paths import REPO_ROOT, data_root
+from lib.core.config import config_hash
+from lib.core.device import device_name, float_path
+from lib.core.errors import DamagedFileError, DataMismatchError, DirtyTreeError
+from lib.core.jsonfile import read_json, write_json
+from lib.core.locks import folder_lock
+from lib.core.paths import REPO_ROOT, data_root
 
 MANIFEST = "manifest.json"
 PACKAGES = ("numpy", "pandas", "torch", "transformers", "peft", "tokenizers")
@@ -78,7 +78,7 @@ def _guarded(folder: str | Path | None, scale: str | None) -> bool:
     try:
         Path(folder).resolve().relative_to(data_root().resolve())
         return True
-    except ValueError:  # e.g. lib.methods.program_search's own --output folder, or a test's tmp folder
+    except ValueError:  # e.g. lib.program_search.search's own --output folder, or a test's tmp folder
         return False
 
 

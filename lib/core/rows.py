@@ -28,8 +28,8 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .errors import DamagedFileError
-from .jsonfile import read_json, write_json
+from lib.core.errors import DamagedFileError
+from lib.core.jsonfile import read_json, write_json
 
 BLOCK_KEYS = ("generation", "step")  # the block column of the society and of tool mutation
 REQUIRED = ("arm", "seed", "metric", "value")  # never empty where the header has them

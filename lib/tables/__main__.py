@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from lib.tables.registry import main
 
 sys.exit(main())

@@ -31,7 +31,7 @@ def ci(lo, hi) -> str:
 
 
 def p_text(p) -> str:
-    from ..analysis.stats import format_p
+    from lib.core.stats import format_p
     p = num(p)
     return "—" if not np.isfinite(p) else format_p(p)
 

@@ -1,1 +1,0 @@
-"""The society at LLM scale: base models, batched generation, LoRA training, adapter merges, the loop."""

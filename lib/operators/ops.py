@@ -1,0 +1,301 @@
+"""The population operators of the paper, as pure functions of answers, scores and distances.
+
+A population of ``N`` agents answers the same ``M`` prompts; ``outputs_per_agent[i][j]`` is agent
+``i``'s raw output on prompt ``j``. Every operator reads only these answers (and scores derived from
+them): no model, no file, no global random state. These are the functions the society loop
+(:mod:`lib.society.run`) calls, under the seed's names (``society_ops``).
+
+Notation: ``a_ij = normalise(answer_of(outputs_per_agent[i][j]))`` is agent i's normalised final
+answer on prompt j; ``""`` means the agent gave no answer.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lib.core.tasks import REGIONS, Task, answer_of, normalise, region, verify
+
+def answers_matrix(outputs_per_agent: Sequence[Sequence[str]]) -> list[list[str]]:
+    """``a_ij`` for all agents and prompts; raises if agents answered different numbers of prompts."""
+    lengths = {len(o) for o in outputs_per_agent}
+    if len(lengths) > 1:
+        raise ValueError(f"every agent must answer the same prompts; got lengths {sorted(lengths)}")
+    return [[normalise(answer_of(o)) for o in outs] for outs in outputs_per_agent]
+
+
+def consensus_answers(outputs_per_agent: Sequence[Sequence[str]]) -> list[str]:
+    """The population's modal normalised answer per prompt.
+
+    ``c_j = argmax_a |{i : a_ij = a}|`` over non-empty answers. Ties go to the answer given by the
+    lowest-indexed agent among the tied ones (first seen in agent order), so the result is a
+    deterministic function of the outputs. A prompt nobody answered has consensus ``""``.
+    """
+    A = answers_matrix(outputs_per_agent)
+    if not A:
+        return []
+    out = []
+    for j in range(len(A[0])):
+        votes = [A[i][j] for i in range(len(A)) if A[i][j]]
+        if not votes:
+            out.append("")
+            continue
+        counts = Counter(votes)  # insertion order = agent order, and max() keeps the first maximum
+        out.append(max(counts, key=counts.__getitem__))
+    return out
+
+
+def agreement(outputs: Sequence[str], consensus: Sequence[str]) -> float:
+    """Fraction of prompts on which one agent's answer equals a non-empty consensus answer, in [0, 1]."""
+    if len(outputs) != len(consensus):
+        raise ValueError(f"{len(outputs)} outputs against {len(consensus)} consensus answers")
+    if not outputs:
+        return 0.0
+    hits = [c != "" and normalise(answer_of(o)) == c for o, c in zip(outputs, consensus)]
+    return float(np.mean(hits))
+
+
+def conformity_scores(outputs_per_agent: Sequence[Sequence[str]], consensus: Sequence[str]) -> np.ndarray:
+    """Each agent's conformity ``κ_i = (1/M) Σ_j [a_ij = c_j ≠ ""]``, shape ``(N,)``, in [0, 1]."""
+    return np.array([agreement(outs, consensus) for outs in outputs_per_agent], dtype=float)
+
+
+def behavioural_distance(outputs_per_agent: Sequence[Sequence[str]]) -> np.ndarray:
+    """Pairwise disagreement rate ``D_ik = (1/M) Σ_j [a_ij ≠ a_kj]``, shape ``(N, N)``.
+
+    Symmetric, zero diagonal, in [0, 1]. Two agents that both gave no answer agree.
+    """
+    A = np.array(answers_matrix(outputs_per_agent), dtype=object)
+    n = len(A)
+    if n == 0:
+        return np.zeros((0, 0))
+    if A.shape[1] == 0:
+        return np.zeros((n, n))
+    return np.array([[float(np.mean(A[i] != A[k])) for k in range(n)] for i in range(n)])
+
+
+def fitness_of(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence[str],
+               verifier: Callable[[str, Task], bool] = verify) -> dict:
+    """Verifier accuracy: ``{family: mean verifier(o, t) over that family's tasks, "overall": over all}``.
+
+    A family with no tasks in ``tasks`` is reported as NaN; ``overall`` averages all tasks equally.
+    ``verifier`` is the grounded signal (:func:`lib.core.tasks.verify`; tests swap it).
+    """
+    if len(outputs) != len(tasks):
+        raise ValueError(f"{len(outputs)} outputs for {len(tasks)} tasks")
+    ok = np.array([bool(verifier(o, t)) for o, t in zip(outputs, tasks)], dtype=float)
+    fam = np.array([t.family for t in tasks])
+    res = {f: float(ok[fam == f].mean()) if np.any(fam == f) else float("nan") for f in families}
+    res["overall"] = float(ok.mean()) if ok.size else float("nan")
+    return res
+
+
+def region_accuracy(outputs: Sequence[str], tasks: Sequence[Task], families: Sequence[str],
+                    verifier: Callable[[str, Task], bool] = verify) -> dict:
+    """Verifier accuracy per family and region (:func:`lib.core.tasks.region`):
+    ``{"<family>_familiar": …, "<family>_novel": …}``; NaN where a family has no task of a region."""
+    if len(outputs) != len(tasks):
+        raise ValueError(f"{len(outputs)} outputs for {len(tasks)} tasks")
+    ok = np.array([bool(verifier(o, t)) for o, t in zip(outputs, tasks)], dtype=float)
+    key = np.array([f"{t.family}_{region(t)}" for t in tasks])
+    return {k: float(ok[key == k].mean()) if np.any(key == k) else float("nan")
+            for k in (f"{f}_{r}" for f in families for r in REGIONS)}
+
+
+def select_parents(scores, dist, n_parents: int, *, diversity: bool = True, lam: float = 0.3) -> list[int]:
+    """Choose ``n_parents`` distinct agents, in selection order.
+
+    Without ``diversity``: top-P by score (ties → lower index).
+    With ``diversity``: greedy quality-diversity (maximal marginal relevance). The first parent is
+    the best-scoring agent; each next one maximises ``s_i − λ · max_{k∈S} (1 − D_ik)``, its score
+    minus ``λ`` times its behavioural similarity to the closest already-selected parent (ties →
+    lower index). With ``λ = 0`` this is exactly top-P.
+
+    Args:
+        scores: shape ``(N,)`` selection scores.
+        dist: shape ``(N, N)`` behavioural distances in [0, 1].
+        n_parents: 1 ≤ P ≤ N.
+        lam: ``λ ≥ 0``, the weight of similarity against score.
+    """
+    s = np.asarray(scores, dtype=float)
+    D = np.asarray(dist, dtype=float)
+    n = s.size
+    if not 1 <= n_parents <= n:
+        raise ValueError(f"n_parents must be between 1 and the population size {n}, got {n_parents}")
+    if D.shape != (n, n):
+        raise ValueError(f"dist must have shape ({n}, {n}), got {D.shape}")
+    if lam < 0:
+        raise ValueError(f"lam must be >= 0, got {lam}")
+    order = sorted(range(n), key=lambda i: (-s[i], i))
+    if not diversity:
+        return order[:n_parents]
+    chosen = [order[0]]
+    while len(chosen) < n_parents:
+        rest = [i for i in range(n) if i not in chosen]
+        gain = [s[i] - lam * max(1.0 - D[i, k] for k in chosen) for i in rest]
+        best = max(range(len(rest)), key=lambda r: (gain[r], -rest[r]))
+        chosen.append(rest[best])
+    return chosen
+
+
+def niche_parents(family_val, scores, dist, n_parents: int, *, diversity: bool = True, lam: float = 0.3) -> list[int]:
+    """Parents with a niche per family: first each family's best agent on that family's val (in
+    family order; ties → the higher score, then the lower index; an agent best on two families
+    takes one slot), then the remaining slots as :func:`select_parents` fills them (quality-diversity
+    greedy from the niche winners, or top-P by score). With more families than slots, the first
+    ``n_parents`` families' winners.
+
+    This project's addition, after MAP-Elites / CycleQD (an elite per behaviour cell or task) and
+    lexicase selection (specialists kept although their total score is poor).
+
+    Args:
+        family_val: shape ``(N, F)`` val accuracy of each agent on each family.
+        scores, dist, n_parents, diversity, lam: as :func:`select_parents`.
+    """
+    V = np.asarray(family_val, dtype=float)
+    s = np.asarray(scores, dtype=float)
+    n = s.size
+    if V.ndim != 2 or V.shape[0] != n:
+        raise ValueError(f"family_val must have shape ({n}, F), got {V.shape}")
+    if not 1 <= n_parents <= n:
+        raise ValueError(f"n_parents must be between 1 and the population size {n}, got {n_parents}")
+    chosen: list[int] = []
+    for f in range(V.shape[1]):
+        best = min(range(n), key=lambda i: (-V[i, f], -s[i], i))
+        if best not in chosen and len(chosen) < n_parents:
+            chosen.append(best)
+    D = np.asarray(dist, dtype=float)
+    while len(chosen) < n_parents:
+        rest = [i for i in range(n) if i not in chosen]
+        gain = [s[i] - (lam * max(1.0 - D[i, k] for k in chosen) if diversity else 0.0) for i in rest]
+        chosen.append(rest[max(range(len(rest)), key=lambda r: (gain[r], -rest[r]))])
+    return chosen
+
+
+def lexicase_parents(case_scores, n_parents: int, rng: np.random.Generator, *, eps: float = 0.0) -> list[int]:
+    """``n_parents`` distinct parents by lexicase selection (Spector 2012; Helmuth, Pantridge &
+    Spector 2020), one selection event per parent, without replacement.
+
+    An event shuffles the cases; starting from the agents not yet chosen, each case in turn keeps
+    only those scoring ``≥ max − eps`` on it; the event ends when one agent is left or the cases run
+    out, and picks uniformly among the survivors. An agent best on a case that comes early is chosen
+    whatever its total: specialists keep their slots. ``eps = 0`` is plain lexicase, the right one
+    for 0/1 cases (a verifier's verdict per val item); ε-lexicase's per-case ε (La Cava et al. 2016,
+    the cases' median absolute deviation) is meant for continuous errors, and on 0/1 cases a
+    population split in half gets ε = 0.5, so the most informative cases would filter nothing.
+
+    Args:
+        case_scores: shape ``(N, C)``, each agent's score on each case (higher is better).
+        n_parents: 1 ≤ P ≤ N.
+        rng: the random stream of the case orders and the survivors' draw.
+        eps: ``ε ≥ 0``, the tolerance below the best on a case.
+    """
+    S = np.asarray(case_scores, dtype=float)
+    if S.ndim != 2 or S.shape[1] < 1:
+        raise ValueError(f"case_scores must have shape (N, C) with C >= 1, got {S.shape}")
+    n = S.shape[0]
+    if not 1 <= n_parents <= n:
+        raise ValueError(f"n_parents must be between 1 and the population size {n}, got {n_parents}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    chosen: list[int] = []
+    while len(chosen) < n_parents:
+        pool = np.array([i for i in range(n) if i not in chosen])
+        for c in rng.permutation(S.shape[1]):
+            col = S[pool, c]
+            pool = pool[col >= col.max() - eps]
+            if pool.size == 1:
+                break
+        chosen.append(int(pool[rng.integers(pool.size)]) if pool.size > 1 else int(pool[0]))
+    return chosen
+
+
+def elite_indices(scores, k: int) -> list[int]:
+    """The ``k`` top-scoring agents (ties → lower index), as the seed's comment says: the elites are
+    the best by score, not the first parents in quality-diversity order."""
+    return [int(i) for i in np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]]
+
+
+def complementary_pairs(parents: Sequence[int], dist, n_pairs: int) -> list[tuple[int, int]]:
+    """``n_pairs`` pairs of distinct parents, the most behaviourally distant first.
+
+    All unordered pairs ``(p_a, p_b)`` (``a < b`` in selection order) are ranked by ``D`` descending,
+    ties kept in selection order; when more pairs are needed than exist, the ranking is reused in
+    turn (pair ``k`` is ranked pair ``k mod K``). Needs at least two distinct parents.
+    """
+    parents = list(parents)
+    if len(set(parents)) != len(parents):
+        raise ValueError(f"parents must be distinct, got {parents}")
+    if len(parents) < 2:
+        raise ValueError(f"complementary pairing needs at least 2 parents, got {parents}")
+    D = np.asarray(dist, dtype=float)
+    ranked = sorted(((parents[a], parents[b]) for a in range(len(parents)) for b in range(a + 1, len(parents))),
+                    key=lambda p: -D[p[0], p[1]])  # sorted() is stable: ties stay in selection order
+    return [ranked[k % len(ranked)] for k in range(n_pairs)]
+
+
+# arm -> (uses grounding knob g, sex: None | "exact" | "linear" | "sum" | "ties", diversity-preserving selection)
+ARMS = {
+    "full": (True, "exact", True),
+    "no_grounding": (False, "exact", True),
+    "no_sex": (True, None, True),
+    "no_diversity": (True, "exact", False),
+    "sex_linear": (True, "linear", True),
+    # this project's additions: recombination that does not dilute the parents' updates
+    "sex_sum": (True, "sum", True),
+    "sex_ties": (True, "ties", True),
+    # the society study's designs (lib.society.config.DESIGNS: selection, inheritance, budget)
+    "verified": (True, "exact", True),
+    "niche": (True, "exact", True),
+    "inherit_merge": (True, "exact", True),
+    "niche_inherit_merge": (True, "exact", True),
+    "niche_verified": (True, "exact", True),
+    "lexicase": (True, "exact", True),
+}
+V1_ARMS = ("full", "no_grounding", "no_sex", "no_diversity")
+V2_ARMS = V1_ARMS + ("sex_linear",)
+ADDED_ARMS = ("sex_sum", "sex_ties")  # not in the seed: recombination without dilution (lib.society.generation)
+STUDY_ARMS = ("verified", "niche", "inherit_merge", "niche_inherit_merge", "niche_verified",  # the field's designs
+              "lexicase")
+
+
+def arm_settings(arm: str, g: float) -> dict:
+    """The switches of an ablation arm: ``{"g", "sex", "diversity"}``.
+
+    ``g`` is the grounding weight in ``score = g·fitness + (1−g)·conformity`` (0 for
+    ``no_grounding``); ``sex`` is ``None`` (children are copies of selected parents), ``"exact"``
+    (merge = Σ wᵢ·BᵢAᵢ), ``"linear"`` (peft's linear merge of the A and B factors), ``"sum"`` (Σ 2wᵢ·BᵢAᵢ:
+    the weights sum to 2, so the plain candidate is the sum of the updates) or ``"ties"`` (TIES-merging
+    of the updates with weights 2wᵢ); ``diversity``
+    switches quality-diversity selection on (off: top-P). The v1 loop (seed) merges every sexual
+    arm with peft's ``linear`` combination and has no ``sex_linear`` arm.
+    """
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; known arms are {list(ARMS)}")
+    if not 0.0 <= g <= 1.0:
+        raise ValueError(f"g must lie in [0, 1], got {g}")
+    grounded, sex, diversity = ARMS[arm]
+    return {"g": float(g) if grounded else 0.0, "sex": sex, "diversity": diversity}
+
+
+def founder_family(families: Sequence[str], agent: int) -> str:
+    """The family founder ``agent`` specialises in: ``families[agent mod F]``."""
+    return families[int(agent) % len(families)]
+
+
+def sample_merge_weights(n_parents: int, n_candidates: int, rng: np.random.Generator) -> np.ndarray:
+    """Candidate merge-weight vectors, shape ``(n_candidates, n_parents)``, each on the simplex.
+
+    Row 0 is the plain average ``(1/n, …, 1/n)`` — the merge to beat; the other rows are drawn from
+    a flat Dirichlet(1, …, 1), uniform on the simplex. Convex weights keep an exact merge
+    ``Σ wᵢ·BᵢAᵢ`` inside the hull of the parents' updates (weights summing to more than 1
+    overshoot: with three specialists, linear weights of 1 each wrecked the merge, 1/3 each kept it).
+    """
+    if n_parents < 1 or n_candidates < 1:
+        raise ValueError(f"need n_parents >= 1 and n_candidates >= 1, got {n_parents}, {n_candidates}")
+    w = np.empty((n_candidates, n_parents))
+    w[0] = 1.0 / n_parents
+    if n_candidates > 1:
+        w[1:] = rng.dirichlet(np.ones(n_parents), size=n_candidates - 1)
+    return w

@@ -1,0 +1,186 @@
+"""The field's answers to "combine these specialists", on the society's own founders, val and test.
+
+Each baseline takes the founders of a seed (the same LoRA specialists the society starts from) and
+returns one adapter; its hyperparameters are chosen on val, never on test:
+
+- ``baseline_soup`` — model soup: the exact uniform merge ``(1/N) Σ ΔWᵢ`` (no choice, 0 val evaluations);
+- ``baseline_task_arithmetic`` — ``λ Σ ΔWᵢ``, λ chosen on val from :data:`TA_LAMBDAS` (config
+  ``grids: wide``: :data:`WIDE_TA_LAMBDAS`);
+- ``baseline_ties`` — TIES-merging of the updates ``ΔWᵢ`` (trim to the top ``density`` magnitudes,
+  elect the sign, disjoint mean, times λ), density and λ chosen on val (:data:`TIES_GRID`, or
+  :data:`WIDE_TIES_GRID`);
+- ``baseline_dare_ties`` — DARE (random drop with rescaling, seeded) then TIES, likewise;
+- ``baseline_lorahub`` — LoraHub: a gradient-free search (CMA-ES, the ``cma`` package, seeded) over
+  the founders' combination weights ``w`` of ``Σ wᵢ ΔWᵢ``, minimising ``(1 − val accuracy) +
+  0.05 · mean |w|`` (LoraHub's L1 term), with **as many val evaluations as the society's grounded
+  run spends** on selection and screening (:func:`society_val_evals`);
+- ``baseline_multitask`` — one fresh LoRA trained on the union of the founders' training tasks for
+  ``spec_epochs`` epochs: the founders' own data and (up to batch rounding) their total number of
+  training steps.
+
+TIES and DARE act on the updates ``ΔWᵢ = sᵢ BᵢAᵢ`` themselves (peft's ``ties_svd`` / ``dare_ties_svd``
+with the full rank of each module, so the SVD back to a LoRA loses nothing), not on the A and B
+factors separately (peft's ``ties``, an approximation). Rows: one agent (``agent`` 0) at the last
+generation, with the society's test and val metrics, the chosen hyperparameters
+(``baseline_lambda``, ``baseline_density``), every grid setting's val accuracy (``val_grid_lambda0.05``,
+``val_grid_density0.2_lambda0.05``: :func:`grid_key`) and the cost (``cost_train_steps``, ``cost_val_evals``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lib.operators.ops import fitness_of
+from lib.core.tasks import Task
+from lib.society.generation import prompts, test_accuracy
+from lib.engines.merge import full_rank, merge_adapters
+from lib.society.config import BASELINES, Settings
+
+TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
+# ``grids: wide`` (the society study): the grids above ended where the committed 16-seed run chose
+# (task arithmetic λ = 0.1, its smallest, in 16 of 16 seeds; TIES density 0.8, its largest, in 15 of 16
+# and λ 0.5, its smallest, in 12; DARE-TIES λ 0.5 in 15), so they extend to the natural bounds:
+# density 1 (nothing trimmed) and λ towards 0 (λ = 0 is the bare base, reported already).
+WIDE_TA_LAMBDAS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+WIDE_TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8, 1.0) for lam in (0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5))
+# (λ 0.02 and 0.05 added after the study's first two seeds chose λ = 0.1, the grid's lowest, for TIES
+# and DARE-TIES: a grid-coverage precondition, not an outcome; those shards were recomputed.)
+GRIDS = {"seed": (TA_LAMBDAS, TIES_GRID), "wide": (WIDE_TA_LAMBDAS, WIDE_TIES_GRID)}
+LORAHUB_L1 = 0.05
+LORAHUB_BOUND = 1.5  # weights searched in [-1.5, 1.5], as LoraHub
+
+
+def grid_of(grids: str) -> dict:
+    """``{baseline: {key: grid values}}`` of the hyperparameters chosen on val (``grids``: a config's)."""
+    ta, ties = GRIDS[grids]
+    both = {"density": sorted({d for d, _ in ties}), "lambda": sorted({lam for _, lam in ties})}
+    return {"baseline_task_arithmetic": {"lambda": list(ta)}, "baseline_ties": both, "baseline_dare_ties": both}
+
+
+def is_baseline(arm: str) -> bool:
+    return arm.split("@")[0] in BASELINES
+
+
+def society_val_evals(s: Settings) -> int:
+    """Model evaluations on val a grounded society run with sex spends: every agent at every
+    generation (selection) and every candidate merge at every breeding generation (screening)."""
+    return s.generations * s.agents + (s.generations - 1) * (s.agents - s.elitism) * s.n_candidates
+
+
+@dataclass(frozen=True)
+class Result:
+    """A baseline's adapter (attached under ``name``) and what choosing it cost."""
+
+    name: str
+    val_evals: int
+    train_steps: int
+    chosen: dict
+    grid_val: dict = field(default_factory=dict)  # {grid key (:func:`grid_key`): val accuracy} of every setting tried
+
+
+def grid_key(setting: dict) -> str:
+    """The row key of one grid setting's val accuracy: ``val_grid_density0.2_lambda0.05``."""
+    return "val_grid_" + "_".join(f"{k}{v:g}" for k, v in setting.items())
+
+
+def parse_grid_key(metric: str) -> dict | None:
+    """The setting of a :func:`grid_key` row (``{"density": 0.2, "lambda": 0.05}``); None for another metric."""
+    if not metric.startswith("val_grid_"):
+        return None
+    parts = (re.fullmatch(r"([A-Za-z]+)(.+)", part) for part in metric.removeprefix("val_grid_").split("_"))
+    return {m[1]: float(m[2]) for m in parts}
+
+
+def choose_on_val(candidates: Sequence[dict], make: Callable[[dict], str],
+                  val_score: Callable[[str], float]) -> tuple[dict, str, dict]:
+    """Build and score every candidate setting on val; the best wins (ties → the first in grid order).
+    Returns ``(setting, adapter name, {grid key: val accuracy})``: the whole grid's scores, so a reader
+    can tell a choice at a grid's end that is the optimum from one that is a tie broken by order."""
+    best, best_v, scores = None, -np.inf, {}
+    for c in candidates:
+        name = make(c)
+        v = val_score(name)
+        scores[grid_key(c)] = float(v)
+        if v > best_v:
+            best, best_v = c, v
+    return best, make(best), scores
+
+
+def lorahub_weights(n: int, budget: int, objective: Callable[[np.ndarray], float], seed: int) -> tuple[np.ndarray, int]:
+    """CMA-ES over ``n`` combination weights from the uniform start ``1/n`` (σ₀ = 0.5, bounds
+    ±:data:`LORAHUB_BOUND`), at most ``budget`` objective evaluations; returns the best weights seen
+    and the evaluations used."""
+    import cma
+    es = cma.CMAEvolutionStrategy(np.full(n, 1.0 / n), 0.5,
+                                  {"seed": int(seed) + 1, "bounds": [-LORAHUB_BOUND, LORAHUB_BOUND],
+                                   "maxfevals": budget, "verbose": -9})
+    best_w, best_f, used = np.full(n, 1.0 / n), np.inf, 0
+    while not es.stop() and used < budget:
+        xs = es.ask()[:budget - used]
+        fs = [objective(np.asarray(x)) for x in xs]
+        used += len(xs)
+        for x, f in zip(xs, fs):
+            if f < best_f:
+                best_w, best_f = np.asarray(x, float), f
+        if len(xs) == es.popsize:
+            es.tell(xs, fs)
+    return best_w, used
+
+
+def run_baseline(method: str, base, founders: Sequence[str], s: Settings, *, val: Sequence[Task], seed: int,
+                 founder_tasks: Sequence[Task], verifier, answer: Callable[[str, Sequence[str]], list[str]],
+                 train: Callable[[Sequence[Task], int], tuple[str, int]]) -> Result:
+    """Build baseline ``method`` from the attached ``founders`` (adapter names); hyperparameters on ``val``.
+
+    ``answer(adapter, prompts)`` generates with one adapter; ``train(tasks, seed) -> (name, steps)``
+    trains and attaches a fresh LoRA (multitask).
+    """
+    n = len(founders)
+
+    def val_acc(name: str) -> float:
+        return fitness_of(answer(name, prompts(val)), val, s.families, verifier)["overall"]
+
+    if method == "baseline_soup":
+        return Result(merge_adapters(base, founders, [1.0 / n] * n, "soup"), 0, 0, {})
+    ta_lambdas, ties_grid = GRIDS[s.grids]
+    if method == "baseline_task_arithmetic":
+        grid = [{"lambda": lam} for lam in ta_lambdas]
+        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, "ta"), val_acc)
+        return Result(name, len(scores), 0, c, scores)
+    if method in ("baseline_ties", "baseline_dare_ties"):
+        how = method.removeprefix("baseline_")
+        rank = full_rank(base, founders)
+        grid = [{"density": d, "lambda": lam} for d, lam in ties_grid]
+        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, how, how,
+                                                                       density=c["density"], svd_rank=rank, seed=seed),
+                                        val_acc)
+        return Result(name, len(scores), 0, c, scores)
+    if method == "baseline_lorahub":
+        def objective(w: np.ndarray) -> float:
+            return 1.0 - val_acc(merge_adapters(base, founders, w.tolist(), "hub")) + LORAHUB_L1 * float(np.mean(np.abs(w)))
+        w, used = lorahub_weights(n, society_val_evals(s), objective, seed)
+        return Result(merge_adapters(base, founders, w.tolist(), "hub"), used, 0,
+                      {f"w{i}": float(x) for i, x in enumerate(w)})
+    if method == "baseline_multitask":
+        name, steps = train(list(founder_tasks), seed)
+        return Result(name, 0, steps, {})
+    raise ValueError(f"unknown baseline {method!r}; choose from {list(BASELINES)}")
+
+
+def baseline_metrics(result: Result, base_answer: Callable[[str, Sequence[str]], list[str]], *, test: Sequence[Task],
+                     val: Sequence[Task], s: Settings, verifier, selection: Sequence[Task] = ()) -> dict:
+    """The baseline's test metrics (as the society's agents'), val accuracy, choice and cost, and its
+    accuracy on the ``selection`` pool where there is one (``select_overall``)."""
+    out = {f"test_{k}": v for k, v in test_accuracy(base_answer(result.name, prompts(test)), test,
+                                                     families=s.families, verifier=verifier).items()}
+    out["val_overall"] = fitness_of(base_answer(result.name, prompts(val)), val, s.families, verifier)["overall"]
+    if selection:
+        out["select_overall"] = fitness_of(base_answer(result.name, prompts(selection)), selection, s.families,
+                                           verifier)["overall"]
+    out.update({f"baseline_{k}": v for k, v in result.chosen.items()})
+    out.update(result.grid_val)
+    return out

@@ -1,0 +1,488 @@
+"""The society's settings: the config schema, its checks, and the frozen views the loop reads.
+
+A society config (``configs/society*/<scale>.yaml``) is validated against :data:`SCHEMA` before any
+work (:func:`validate_config`, one :class:`lib.core.config.ConfigError` naming every bad key). The
+loop then reads two frozen views of it: :class:`Settings` (the run) and :class:`Arm` (one arm of the
+ablation with its modifiers resolved, ``full@g0.25@e1``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lib.core.config import Field, Frozen, validate
+from lib.core.errors import DataMismatchError, DeviceError
+from lib.core.paths import DATA, REPO_ROOT, runs_dir
+from lib.operators.ops import ADDED_ARMS, STUDY_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
+from lib.core.tasks import FAMILIES
+
+from lib.engines.lora import ALL_LINEAR, TARGETS
+
+KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS + STUDY_ARMS}
+
+# The society study's designs (this project's additions; every other arm: selection by its diversity
+# switch, distillation at the config's budget). selection: "qd" quality-diversity, "top" top-P,
+# "niche" each family's best on its val first (lib.operators.ops.niche_parents), "lexicase" lexicase
+# selection over the val items (lib.operators.ops.lexicase_parents); inherit:
+# "distill" (the seed: the child learns its source's parsed answers), "verified" (only the answers the
+# verifier accepts: the inheritance channel is grounded too), "merge" (no distillation: the child is the
+# screened merge itself, truncated to rank r by SVD and mutated, lib.engines.merge.inherit_merge);
+# budget "matched": the child trains as long as a founder (n_inherit = spec_train, epochs = spec_epochs).
+DESIGNS = {
+    "verified": {"inherit": "verified", "budget": "matched"},
+    "niche": {"selection": "niche"},
+    "inherit_merge": {"inherit": "merge"},
+    "niche_inherit_merge": {"selection": "niche", "inherit": "merge"},
+    "niche_verified": {"selection": "niche", "inherit": "verified", "budget": "matched"},
+    "lexicase": {"selection": "lexicase"},
+}
+# The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
+# SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
+SEED_BUDGET = {"epochs": 2, "n_candidates": 6}
+# the field's one-shot merges and multitask training on the same founders (lib.society.baselines)
+BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
+             "baseline_lorahub", "baseline_multitask")
+
+SCHEMA = {
+    "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
+    "families": Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"),
+    "agents": Field(int, 6, min=2, doc="population size N"),
+    "generations": Field(int, 8, min=1, doc="generations G"),
+    "arms": Field(list, list(V1_ARMS), item=str, doc="ablation arms"),
+    "g": Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"),
+    "lam": Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"),
+    "n_test": Field(int, 40, min=1, doc="test tasks per family (reporting only)"),
+    "n_val": Field(int, 30, min=1, doc="validation tasks per family (grounded selection signal)"),
+    "n_screen": Field(int, 0, min=0, doc="val tasks per family that screen the candidate merges (the first "
+                                          "n_screen of each family's val tasks); 0 = all n_val (seed)"),
+    "n_conf": Field(int, 60, min=1, doc="conformity-pool tasks per generation (split over families)"),
+    "n_inherit": Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"),
+    "n_candidates": Field(int, 6, min=1, doc="merge-weight candidates screened per pair"),
+    "epochs": Field(int, 2, min=1, doc="child SFT epochs"),
+    "elitism": Field(int, 0, min=0, doc="top-scoring agents copied unchanged into the next generation "
+                                         "(an arm may override it: <arm>@e<count>)"),
+    "n_parents": Field(int, 0, min=0, doc="parents per generation; 0 = max(2, agents // 2)"),
+    "spec_train": Field(int, 300, min=1, doc="founder specialist training tasks"),
+    "spec_epochs": Field(int, 2, min=1, doc="founder specialist epochs"),
+    "hard": Field(bool, False, doc="hard task level"),
+    "keep_all_adapters": Field(bool, False, doc="keep every generation's adapters (else only the latest)"),
+    "seed": Field(int, 0, doc="seed (when seeds is empty)"),
+    "seeds": Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)"),
+    "arm_seeds": Field(dict, {}, doc="seeds of particular arms instead of seeds ({arm: [seeds]}), e.g. 32 seeds "
+                                     "of the arms a comparison needs more of"),
+    "n_select": Field(int, 0, min=0, doc="selection-pool tasks per family (from the val part, disjoint from val "
+                                         "and test): the best society arm and the best one-shot merge are chosen "
+                                         "on it; 0 = none"),
+    "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"),
+    "lr": Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"),
+    "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
+    "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
+    "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
+                   doc="base dtype (auto: bf16 on CUDA, else fp32; auto keeps the tiny base in fp32)"),
+    "grids": Field(str, "seed", choices=("seed", "wide"), doc="the baselines' hyperparameter grids on val "
+                                                                 "(lib.society.baselines.GRIDS); wide: to the natural bounds"),
+    "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
+}
+SHARD_KEYS = ("arms", "seeds", "seed", "arm_seeds")  # which shards to run; not part of what the data means
+# keys added after data was committed: left out of the folder's identity at their default, so
+# folders written before them keep their config hash
+LATER_KEYS = {"n_select": 0, "grids": "seed"}
+
+
+# ----------------------------------------------------------------------------- arms
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm with its modifiers resolved.
+
+    ``label`` is the arm as written in the config and the rows (``"full@e1"``); ``name`` the seed's
+    arm (``"full"``); ``g`` its grounding knob (0 for ``no_grounding``: the verifier never enters
+    its loop); ``merge`` its recombination (None: children are copies; ``"exact"``: Σ wᵢ BᵢAᵢ;
+    ``"linear"``: peft's linear merge of the factors; ``"sum"``, ``"ties"``: the additions that do not
+    dilute, :data:`lib.society.generation.MERGES`); ``diversity`` quality-diversity selection
+    (else top-P); ``elitism`` the top scorers copied unchanged; ``selection``, ``inherit`` and the
+    children's budget (``n_inherit`` answers × ``epochs``, ``n_candidates`` merges screened per pair) as
+    :func:`arm_design` resolves them.
+    """
+
+    label: str
+    name: str
+    g: float
+    merge: str | None
+    diversity: bool
+    elitism: int
+    selection: str = "qd"      # "qd" | "top" | "niche" | "lexicase" (:func:`arm_design`)
+    inherit: str = "distill"   # "distill" | "verified" | "merge"
+    n_inherit: int = 240       # the inheritance pool a child learns from (per generation) ...
+    epochs: int = 1            # ... and its epochs over it
+    n_candidates: int = 2      # merges screened per pair of parents
+
+    @property
+    def grounded(self) -> bool:
+        return self.g > 0
+
+    @property
+    def distills(self) -> bool:
+        """Children are fresh LoRAs trained on their source's answers (else: the merge itself)."""
+        return self.inherit != "merge"
+
+
+def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
+    """An arm name with optional modifiers:
+    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget]``.
+
+    ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism, "budget": None}``; ``"full@g0.25"``
+    runs the arm at its own grounding knob (the grounding-knob sweep); ``"full@e1"`` with its own
+    number of elites (the elitism comparison); ``"full@matched"`` trains each child as long as a
+    founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget),
+    ``"full@seed_budget"`` screens and trains as the seed does (:data:`SEED_BUDGET`). Raises
+    ``ValueError`` on a malformed name.
+    """
+    name, *mods = arm.split("@")
+    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None}
+    seen = set()
+    for m in mods:
+        kind = "budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else m[:1]
+        try:
+            if kind in seen:
+                raise ValueError
+            seen.add(kind)
+            if kind == "g":
+                out["g"] = float(m[1:])
+            elif kind == "e":
+                out["elitism"] = int(m[1:])
+            elif m in ("matched", "seed_budget"):
+                out["budget"] = m.removesuffix("_budget")
+            elif kind == "budget":
+                n, x, e = m.removeprefix("inherit").partition("x")
+                if not x or int(n) < 1 or int(e) < 1:
+                    raise ValueError
+                out["budget"] = (int(n), int(e))
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs> | "
+                             f"@seed_budget] with each modifier once, e.g. full@g0.25, full@e1, full@matched, "
+                             f"full@inherit1000x1 or full@seed_budget"
+                             ) from None
+    return out
+
+
+def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
+    """:func:`lib.operators.ops.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
+    p = parse_arm(arm, g, elitism)
+    return {**seed_arm_settings(p["name"], p["g"]), "elitism": p["elitism"]}
+
+
+def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
+    """How ``arm`` selects, inherits and how long its children train: ``{"selection", "inherit",
+    "budget"}`` (:data:`DESIGNS`; a budget modifier overrides the arm's). Raises ``ValueError`` for a
+    contradictory combination: a budget for an arm that trains no child."""
+    p = parse_arm(arm, g, elitism)
+    st = seed_arm_settings(p["name"], p["g"])
+    d = {"selection": "qd" if st["diversity"] else "top", "inherit": "distill", "budget": None,
+         **DESIGNS.get(p["name"], {})}
+    if p["budget"] is not None:
+        if d["inherit"] == "merge":
+            raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
+                             f"so a budget modifier (@matched, @inherit<n>x<e>, @seed_budget) contradicts it")
+        d["budget"] = p["budget"]
+    if d["selection"] in ("niche", "lexicase") and st["g"] == 0:
+        what = "each family's val accuracy" if d["selection"] == "niche" else "the verifier's verdict on each val item"
+        raise ValueError(f"arm {arm!r}: {d['selection']} selection reads {what} (the verifier), which "
+                         f"contradicts g = 0 (no grounding); use g > 0")
+    return d
+
+
+def resolve_arm(cfg: dict, label: str) -> Arm:
+    """The :class:`Arm` of ``label`` under config ``cfg`` (v1 merges every sexual arm linearly, as the seed)."""
+    s = arm_settings(label, cfg["g"], cfg["elitism"])
+    d = arm_design(label, cfg["g"], cfg["elitism"])
+    merge = None if s["sex"] is None else ("linear" if cfg["kind"] == "llm_society" else s["sex"])
+    budget = d["budget"]
+    n_inherit, epochs = ((cfg["n_inherit"], cfg["epochs"]) if budget is None else
+                         (cfg["spec_train"], cfg["spec_epochs"]) if budget == "matched" else
+                         (cfg["n_inherit"], SEED_BUDGET["epochs"]) if budget == "seed" else budget)
+    n_candidates = SEED_BUDGET["n_candidates"] if budget == "seed" else cfg["n_candidates"]
+    return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
+               diversity=s["diversity"], elitism=s["elitism"], selection=d["selection"], inherit=d["inherit"],
+               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates)
+
+
+def merge_method(cfg: dict, arm: str) -> str | None:
+    """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
+    return resolve_arm(cfg, arm).merge
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one society run reads from its config (every key is the config key of the same name;
+    derived values are properties)."""
+
+    experiment: str
+    kind: str
+    scale: str
+    base_model: str
+    families: tuple[str, ...]
+    agents: int
+    generations: int
+    g: float
+    lam: float
+    n_test: int
+    n_val: int
+    n_screen: int
+    n_conf: int
+    n_inherit: int
+    n_candidates: int
+    epochs: int
+    elitism: int
+    n_parents: int
+    spec_train: int
+    spec_epochs: int
+    hard: bool
+    lora_r: int
+    lora_alpha: int
+    lora_targets: tuple[str, ...]
+    lr: float
+    batch_size: int
+    gen_batch: int
+    keep_all_adapters: bool
+    n_select: int = 0
+    grids: str = "seed"
+
+    @classmethod
+    def of(cfg: type, c: dict) -> "Settings":
+        """The settings of a validated config dict."""
+        lo = c["lora"]
+        return cfg(experiment=c["experiment"], kind=c["kind"], scale=c["scale"], base_model=c["base_model"],
+                   families=tuple(c["families"]), agents=c["agents"], generations=c["generations"], g=c["g"],
+                   lam=c["lam"], n_test=c["n_test"], n_val=c["n_val"], n_screen=c["n_screen"] or c["n_val"],
+                   n_conf=c["n_conf"], n_inherit=c["n_inherit"], n_candidates=c["n_candidates"],
+                   epochs=c["epochs"], elitism=c["elitism"], n_parents=n_parents(c), spec_train=c["spec_train"],
+                   spec_epochs=c["spec_epochs"], hard=c["hard"], lora_r=lo.get("r", 16),
+                   lora_alpha=lo.get("alpha", 32), lora_targets=tuple(lo.get("targets", TARGETS)), lr=c["lr"],
+                   batch_size=c["batch_size"], gen_batch=c["gen_batch"], keep_all_adapters=c["keep_all_adapters"],
+                   n_select=c.get("n_select", 0), grids=c.get("grids", "seed"))
+
+    def lora_kw(self) -> dict:
+        """Keyword arguments of every LoRA the run trains (founders and children)."""
+        return {"r": self.lora_r, "alpha": self.lora_alpha, "targets": self.lora_targets, "lr": self.lr,
+                "batch_size": self.batch_size}
+
+
+def n_parents(cfg: dict) -> int:
+    """Parents per generation: ``n_parents``, or ``max(2, agents // 2)`` when it is 0."""
+    return cfg["n_parents"] or max(2, cfg["agents"] // 2)
+
+
+def lora_kw(cfg: dict) -> dict:
+    """Keyword arguments of every LoRA this config trains (founders and children)."""
+    return Settings.of(cfg).lora_kw()
+
+
+def seed_list(cfg: dict) -> list[int]:
+    return list(cfg["seeds"]) if cfg["seeds"] else [int(cfg["seed"])]
+
+
+def arm_seeds(cfg: dict, arm: str) -> list[int]:
+    """The seeds ``arm`` runs on: its own list in ``arm_seeds``, else the config's."""
+    return list(cfg.get("arm_seeds", {}).get(arm) or seed_list(cfg))
+
+
+def arm_runs(cfg: dict) -> list[tuple[str, int]]:
+    """Every ``(arm, seed)`` run of ``cfg``, arm by arm (the order of shards and rows)."""
+    return [(a, s) for a in cfg["arms"] for s in arm_seeds(cfg, a)]
+
+
+def runs_of(cfg: dict) -> list[tuple[str, int]]:
+    """Every ``(arm, seed)`` run of ``cfg``, seed by seed (so the first seeds of every arm finish first)."""
+    seeds = sorted({s for a in cfg["arms"] for s in arm_seeds(cfg, a)})
+    return [(a, s) for s in seeds for a in cfg["arms"] if s in arm_seeds(cfg, a)]
+
+
+def core_config(cfg: dict) -> dict:
+    """What the data means: the config without which arms/seeds run (the folder's identity); keys
+    added later (:data:`LATER_KEYS`) only where they differ from their default."""
+    return {k: v for k, v in cfg.items()
+            if k not in SHARD_KEYS and not (k in LATER_KEYS and v == LATER_KEYS[k])}
+
+
+def adapters_root(cfg: dict) -> Path:
+    if cfg["adapters_dir"]:
+        p = Path(cfg["adapters_dir"])
+        return p if p.is_absolute() else REPO_ROOT / p
+    return runs_dir(cfg["scale"], cfg["experiment"])
+
+
+CPU_BF16_ENV = "GE_CPU_BF16"  # "1": allow bf16 without CUDA (tests of the GPU path's dtype handling)
+DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def base_dtype(cfg: dict) -> str:
+    """The dtype the base runs in: ``dtype``, with ``auto`` = bf16 on CUDA, fp32 elsewhere — except
+    that ``auto`` keeps the ``tiny`` base in fp32 everywhere (cpu-scale rows must not depend on
+    whether a GPU is present); an explicit ``dtype: bf16`` is honoured for every base."""
+    import torch
+    if cfg["dtype"] != "auto":
+        return cfg["dtype"]
+    if cfg["base_model"] == "tiny":
+        return "fp32"
+    return "bf16" if torch.cuda.is_available() else "fp32"
+
+
+def loaded_dtype(base) -> str:
+    """The dtype a loaded :class:`lib.engines.models.Base` runs in, named as a config names it (``fp32``, ``bf16``)."""
+    d = str(base.info.get("dtype", ""))
+    return DTYPE_NAMES.get(d, d)
+
+
+def cpu_bf16_allowed() -> bool:
+    """True when the user opted in to bf16 on a CPU (``GE_CPU_BF16=1``)."""
+    import os
+    return os.environ.get(CPU_BF16_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def check_device(cfg: dict) -> None:
+    """The paper scale (and bf16) needs CUDA: refuse on a CPU before any expensive work.
+
+    ``GE_CPU_BF16=1`` lets a non-paper config run bf16 on the CPU: the same dtype handling as on a
+    GPU (a bf16 base, float32 adapters, peft's mixed batches and merges), slowly, to find a dtype
+    mismatch before paying for a GPU.
+    """
+    import torch
+    if torch.cuda.is_available():
+        return
+    if cfg["scale"] == "paper" or (base_dtype(cfg) == "bf16" and not cpu_bf16_allowed()):
+        raise DeviceError(f"{cfg['experiment']} at scale {cfg['scale']!r} (base {cfg['base_model']}, "
+                          f"dtype {cfg['dtype']}) needs a CUDA GPU with bf16; none is visible. Run the "
+                          f"cpu scale here (configs/society/cpu.yaml) or move to a GPU machine"
+                          + ("" if cfg["scale"] == "paper" else f" ({CPU_BF16_ENV}=1 runs bf16 on the CPU, "
+                             f"slowly, to check the GPU path)") + ".")
+
+
+def check_dtype(cfg: dict, folder, recorded: str | None, resolved: str) -> None:
+    """Refuse to add rows computed with the base in ``resolved`` to the data folder ``folder``
+    whose rows were computed in ``recorded`` (``dtype: auto`` resolves per machine, and the config
+    hash cannot see it): a bf16 shard must not resume in fp32."""
+    if recorded is not None and recorded != resolved:
+        raise DataMismatchError(
+            f"{folder} holds rows computed with the base in {recorded}, and this run would add rows in "
+            f"{resolved} (dtype: {cfg['dtype']}{', resolved on this machine' if cfg['dtype'] == 'auto' else ''}): "
+            f"resume it where the base runs in {recorded} (dtype: {recorded}"
+            f"{'; bf16 needs CUDA' if recorded == 'bf16' else ''}), or move that folder aside to start anew")
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _checks(cfg: dict) -> list[str]:
+    errs = []
+    allowed = KINDS.get(cfg["kind"])
+    if allowed is None:
+        return [f"kind: {cfg['kind']!r} is not a society kind; use one of {list(KINDS)}"]
+
+    def ok(a):
+        if a in BASELINES:
+            return True
+        try:
+            p = parse_arm(a, cfg["g"], cfg["elitism"])
+        except ValueError:
+            return False
+        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0 and (
+            not isinstance(p["budget"], tuple) or p["budget"][0] >= len(cfg["families"]))
+    bad = []
+    for a in cfg["arms"]:
+        if a in BASELINES:
+            continue
+        try:
+            parse_arm(a, cfg["g"], cfg["elitism"])
+        except ValueError as e:  # a malformed name: say what the form is
+            errs.append(f"arms: {e}")
+            continue
+        if not ok(a):
+            bad.append(a)
+            continue
+        try:
+            arm_design(a, cfg["g"], cfg["elitism"])
+        except ValueError as e:
+            errs.append(f"arms: {e}")
+    stray = sorted(set(cfg["arm_seeds"]) - set(cfg["arms"]))
+    if stray:
+        errs.append(f"arm_seeds: {stray} are not in arms {cfg['arms']}")
+    for a, ss in cfg["arm_seeds"].items():
+        if not isinstance(ss, list) or not ss or not all(isinstance(x, int) for x in ss) or len(set(ss)) != len(ss):
+            errs.append(f"arm_seeds.{a}: need a non-empty list of distinct integer seeds, got {ss!r}")
+    if bad or not cfg["arms"]:
+        errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
+                    f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>, <arm>@matched, <arm>@inherit<n >= families>x<epochs>) "
+                    f"or the baselines {list(BASELINES)}")
+    if len(set(cfg["arms"])) != len(cfg["arms"]):
+        errs.append(f"arms: duplicates in {cfg['arms']}")
+    if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
+        errs.append(f"families: need distinct families, got {cfg['families']}")
+    N, P = cfg["agents"], n_parents(cfg)
+    if P > N:
+        errs.append(f"n_parents ({P}) > agents ({N})")
+    evolving = [a for a in cfg["arms"] if a not in BASELINES and ok(a)]
+    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in evolving):
+        errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
+    for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):
+        if e > min(P, N - 1):
+            errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
+    if cfg["n_screen"] > cfg["n_val"]:
+        errs.append(f"n_screen ({cfg['n_screen']}) must be <= n_val ({cfg['n_val']}): it screens on a part of val")
+    nf = len(cfg["families"])
+    for k in ("n_conf", "n_inherit"):
+        if cfg[k] < nf:
+            errs.append(f"{k} ({cfg[k]}) must be >= the number of families ({nf})")
+    extra = set(cfg["lora"]) - {"r", "alpha", "targets"}
+    if extra or not all(isinstance(cfg["lora"].get(k, 1), int) and cfg["lora"].get(k, 1) > 0 for k in ("r", "alpha")):
+        errs.append(f"lora: only positive ints r and alpha (and a list targets) allowed, got {cfg['lora']}")
+    tg = cfg["lora"].get("targets", list(TARGETS))
+    if not isinstance(tg, list) or not tg or any(t not in ALL_LINEAR for t in tg):
+        errs.append(f"lora.targets: {tg!r}; choose a non-empty list from {list(ALL_LINEAR)}")
+    if cfg["adapters_dir"]:
+        p = Path(cfg["adapters_dir"])
+        p = (p if p.is_absolute() else REPO_ROOT / p).resolve()
+        if p == DATA.resolve() or DATA.resolve() in p.parents:
+            errs.append(f"adapters_dir {cfg['adapters_dir']!r} is under data/: adapters belong under runs/")
+    if len(set(seed_list(cfg))) != len(seed_list(cfg)):
+        errs.append(f"seeds: duplicates in {cfg['seeds']}")
+    return errs
+
+
+def validate_config(cfg: dict) -> dict:
+    """The complete, checked config (raises ``ConfigError`` naming every problem); a config frozen at
+    a runner's door (:class:`RunConfig`) was checked there and is returned as it is."""
+    if isinstance(cfg, Frozen):
+        return cfg
+    return validate(cfg, SCHEMA, _checks)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One society run's config, checked and hashed once at the door (:meth:`of`) and passed down as
+    this one object: ``cfg`` the complete config (read-only, :class:`lib.core.config.Frozen`),
+    ``settings`` its typed view, ``core`` what the data means (:func:`core_config`, frozen: its hash
+    is the data folder's identity, :attr:`hash`)."""
+
+    cfg: Frozen
+    settings: Settings
+    core: Frozen
+
+    @property
+    def hash(self) -> str:
+        return self.core.hash
+
+    @classmethod
+    def of(cls, cfg: "dict | RunConfig") -> "RunConfig":
+        """Validate ``cfg`` (a user error names every bad key) and freeze it; a ``RunConfig`` is returned
+        as it is."""
+        if isinstance(cfg, RunConfig):
+            return cfg
+        c = Frozen(validate_config(cfg))
+        return cls(cfg=c, settings=Settings.of(c), core=Frozen(core_config(c)))

@@ -1,0 +1,622 @@
+"""Fig. 3 (the society at LLM scale) and its SI panels, drawn from the tidy society rows.
+
+Rows (``lib.society.run.COLUMNS``): one per (arm, seed, generation, agent, metric). The population's
+accuracy at a generation is the mean over its agents; seeds are the unit of replication: bands and
+error bars of a mean over seeds are its 95 % CI (t) cut to [0, 1] (every metric here is a rate), those
+of a paired difference arm − reference on the same seeds its 95 % CI (sign-flip inversion) (unbounded,
+so not drawn, with fewer than 6 seeds). The reference ``full`` is drawn last, on top and thicker; the
+bare base's accuracy, where recorded, as a grey dash-dotted line. Baseline arms (``baseline_…``: one
+model, no generations) are left out of every trajectory. The society against the field's merge methods
+(Fig. 3f, with S3k–S3m), skill retention, skill loss and generalists (S3h–S3j) live in
+:mod:`lib.society.figures_results`, the operators' diagnostics (S3c–S3g) in
+:mod:`lib.society.figures_diagnostics`; their panels follow this module's in :data:`PANELS`.
+:func:`draw_panel` draws any saved panel by name, as notebook 03 shows it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from lib.society.diagnostics import (BESIDE, PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
+                                    own_reference, parents_table, population_metric)
+from lib.society.results import base_scores
+from lib.core.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences,
+                              t_ci)
+from lib.core.errors import DataMismatchError
+from lib.core.config import load_yaml
+from lib.core.paths import config_path, data_dir
+from lib.core.rows import progress_path, read_progress, read_shard, shard_keys
+from lib.society import figures_diagnostics as society_diagnostics, figures_results as society_results
+from lib import style
+from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, interval_bar, mean_curve, paired_difference_panel,
+                    panel_grid, repo_path, save_panels, use_style, within_bounds)
+
+EXPERIMENT = "society"
+SWEEP = "society_g_sweep"
+ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
+RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties and their own full, seeds 0-7
+NOTEBOOK = "03_society_arms.ipynb"
+ARM_ORDER = ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"]
+
+
+def _shards(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*_s*.csv"))
+
+
+def shard_walls(files) -> pd.DataFrame:
+    """Wall seconds of every generation of each shard in ``files`` (``<arm>_s<seed>.csv``), from its
+    progress file: ``arm, seed, generation, wall_s`` and the recorded phases (a baseline: one entry,
+    phase ``baseline``). A shard without a progress file contributes nothing."""
+    out = []
+    for f in files:
+        arm, seed = shard_keys(f)
+        info = read_progress(f) if arm is not None else None
+        if info is None:
+            continue
+        phases = info.get("gen_phase_s", [])
+        out += [{"arm": arm, "seed": int(seed), "generation": t, "wall_s": float(w),
+                 **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
+    return pd.DataFrame(out, columns=None if out else ["arm", "seed", "generation", "wall_s"])
+
+
+def load_data(scale: str) -> dict:
+    """``{"rows", "files", "walls", "sweep", "sweep_files", "families", "configs", "sweep_configs"}``
+    from ``data/<scale>/society[_recombination|_elitism|_g_sweep]/`` (``rows``: the main run, the
+    other breeding arms and the elitism comparison's runs, all on the main run's settings; the
+    recombination folder's own ``full``, run beside its breeding arms, is read as :data:`BESIDE`
+    (``full@breeding``), their reference (:func:`arm_reference`);
+    ``walls``: their wall seconds per generation, :func:`shard_walls`; ``sweep``:
+    the grounding-knob sweep; ``families``: the config's task families, in its order; ``configs``: the
+    configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
+
+    Raises ``FileNotFoundError`` naming the folder and the command that fills it.
+    """
+    folder = data_dir(scale, EXPERIMENT)
+    files = _shards(folder)
+    if not files:
+        raise FileNotFoundError(f"no society rows in {folder}: run "
+                                f"`python -m lib.experiment configs/society/{scale}.yaml`")
+    configs = [config_path(EXPERIMENT, scale)]
+    beside = []  # the recombination folder's own full: read as full@breeding, its breeding arms' reference
+    for extra in (RECOMBINATION, ELITISM):  # runs on the main run's settings and seeds: read with it
+        more = _shards(data_dir(scale, extra))
+        if extra == RECOMBINATION:
+            beside = [f for f in more if shard_keys(f)[0] == REFERENCE]
+        files += more
+        configs += [config_path(extra, scale)] if more else []
+    seen = {}
+    for f in files:  # an arm run twice (two folders) would count its agents twice in every mean
+        key = (BESIDE if f in beside else "") + Path(f).name
+        if key in seen:
+            raise DataMismatchError(f"{f} and {seen[key]} hold the same shard: keep the one whose "
+                                    f"folder's config lists its arm and move the other aside")
+        seen[key] = f
+    rows = pd.concat([read_shard(f, "generation").assign(**({"arm": BESIDE} if f in beside else {}))
+                      for f in files], ignore_index=True)  # checked, as in lib.core.rows
+    sfolder = data_dir(scale, SWEEP)
+    sfiles = _shards(sfolder)
+    sweep = pd.concat([read_shard(f, "generation") for f in sfiles], ignore_index=True) if sfiles else None
+    sweep_configs = [config_path(SWEEP, scale)]
+    if sweep is not None:
+        sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
+        sfiles = list(sfiles) + borrowed
+        sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
+    families = list(load_yaml(config_path(EXPERIMENT, scale))["families"])
+    return {"rows": rows, "files": [str(f) for f in files], "walls": _walls(files, beside), "sweep": sweep,
+            "sweep_files": [str(f) for f in sfiles],
+            "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}
+
+
+def _walls(files, beside) -> pd.DataFrame:
+    """:func:`shard_walls` of ``files``, those of ``beside`` under the arm name :data:`BESIDE`."""
+    mine, own = shard_walls([f for f in files if f not in beside]), shard_walls(beside)
+    return pd.concat([mine, own.assign(arm=BESIDE)], ignore_index=True) if len(own) else mine
+
+
+def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
+    """The sweep plus, for every knob value it leaves out, the main run's arm that *is* ``full`` at
+    that g, on the sweep's seeds, renamed ``full@g<g>``: ``full`` itself (g = the config's g) and
+    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.operators.ops.arm_settings).
+
+    ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
+    on its own random stream, so its pairing with the sweep's runs is by seed only. Borrowed rows keep
+    the main run's ``experiment``, so a figure can say which points are borrowed.
+    configs/society_g_sweep/ relies on this instead of running these points twice.
+    """
+    from lib.operators.ops import arm_settings
+    g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
+    have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
+    seeds = sorted(set(sweep["seed"]))
+    parts, borrowed = [sweep], []
+    for arm in (REFERENCE, "no_grounding"):
+        st = arm_settings(arm, g)
+        if st != arm_settings(REFERENCE, st["g"]) or st["g"] in have:
+            continue
+        main = rows[(rows["arm"] == arm) & rows["seed"].isin(seeds)]
+        if main.empty:
+            continue
+        parts.append(main.assign(arm=f"{REFERENCE}@g{st['g']:g}"))  # keeps experiment = the main run's
+        borrowed += [str(folder / f"{arm}_s{sd}.csv") for sd in sorted(set(main["seed"]))]
+        have.add(st["g"])
+    return pd.concat(parts, ignore_index=True), borrowed
+
+
+def parents_wide(df: pd.DataFrame) -> pd.DataFrame:
+    """The parents of every child as text ``"a+b"`` (``"a"`` for a copy), one row per
+    (arm, seed, generation), one column per child agent."""
+    t = parents_table(df)
+    t["parents"] = [str(a) if c else f"{a}+{b}" for a, b, c in zip(t["parent_a"], t["parent_b"], t["copy"])]
+    return t.pivot_table(index=["arm", "seed", "generation"], columns="agent", values="parents", aggfunc="first")
+
+
+def selected_conformity(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, seed, generation): mean conformity of the agents selected as parents."""
+    d = df[(df["metric"] == "val_overall") & (df["selected"].astype(str) == "True")]
+    return d.groupby(["arm", "seed", "generation"], as_index=False)["conformity"].mean().rename(
+        columns={"conformity": "value"})
+
+
+def last_generation_table(df: pd.DataFrame, metric: str = "test_overall") -> pd.DataFrame:
+    """Per (arm, seed): the population's ``metric`` at the last generation."""
+    d = population_metric(df, metric)
+    last = d.groupby(["arm", "seed"])["generation"].transform("max")
+    return d[d["generation"] == last].drop(columns="generation").reset_index(drop=True)
+
+
+REFERENCE = "full"
+
+
+def arm_reference(arm: str, arms) -> str | None:
+    """The arm ``arm`` is compared with: ``full`` for a plain arm, but a breeding arm with the ``full``
+    run beside it (``full@breeding``, :func:`lib.society.diagnostics.own_reference`) when present; for
+    a variant ``<arm>@<tag>`` (e.g. ``no_grounding@e1``) the reference run with the same tag
+    (``full@e1``) when present, else ``full``; ``full@<tag>`` itself is compared with ``full``.
+    ``None`` for ``full``."""
+    if arm == REFERENCE:
+        return None
+    if (own := own_reference(arm, arms)) is not None:
+        return own
+    base, sep, tag = arm.partition("@")
+    if sep and base != REFERENCE and f"{REFERENCE}@{tag}" in set(arms):
+        return f"{REFERENCE}@{tag}"
+    return REFERENCE
+
+
+def paired_vs_reference(last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-seed differences of every arm from its :func:`arm_reference` and their summary
+    (:func:`lib.core.stats.paired_differences`): ``(points, summary)`` with a ``reference`` column."""
+    arms = arms_in(last)
+    pts, summ = [], []
+    for ref in dict.fromkeys(r for r in (arm_reference(a, arms) for a in arms) if r is not None):
+        if ref not in arms:
+            continue
+        mine = [a for a in arms if arm_reference(a, arms) == ref]
+        p, s_ = paired_differences(last[last["arm"].isin(mine + [ref])], group="arm", reference=ref)
+        pts.append(p.assign(reference=ref))
+        summ.append(s_)
+    if not summ:
+        return (pd.DataFrame(columns=["arm", "seed", "diff", "reference"]),
+                pd.DataFrame(columns=["arm", "reference", "n", "mean", "lo", "hi", "p", "test"]))
+    return pd.concat(pts, ignore_index=True), pd.concat(summ, ignore_index=True)
+
+
+def trajectory_arms(df: pd.DataFrame) -> list[str]:
+    """The arms with generations, in :func:`lib.society.diagnostics.arms_in` order (no baselines)."""
+    return [a for a in arms_in(df) if not is_baseline(a)]
+
+
+REFERENCE_LW = 2.4  # the reference arm's line: drawn last, thicker, with a white halo
+
+
+def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
+    """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t) cut to
+    [0, 1], every society metric being a rate); the reference ``full`` drawn last, on top, thicker."""
+    import matplotlib.patheffects as pe
+
+    t = within_bounds(mean_ci_table(d, ["arm", "generation"]))
+    for a in [a for a in arms if a != REFERENCE] + [a for a in arms if a == REFERENCE]:
+        x = t[t["arm"] == a]
+        if not len(x):
+            continue
+        if a == REFERENCE:
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, lw=REFERENCE_LW, ms=5, zorder=6,
+                       path_effects=[pe.Stroke(linewidth=REFERENCE_LW + 2, foreground="white"), pe.Normal()])
+        else:
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, zorder=3)
+    ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+
+
+def _n_seeds(d: pd.DataFrame) -> str:
+    n = sorted(set(d.groupby("arm")["seed"].nunique()))
+    return (f"n = {n[0]} seed" + ("s" if n[0] != 1 else "")) if len(n) == 1 else f"n = {n[0]}–{n[-1]} seeds"
+
+
+def _seeds_text(seeds) -> str:
+    seeds = sorted(int(s) for s in seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + ", ".join(map(str, seeds))
+
+
+def _in_order(ax, arms):
+    """``ax``'s legend handles and labels, the arms in ``arms`` order first (the reference is drawn last
+    but listed where it belongs), everything else after in drawing order."""
+    h, lab = ax.get_legend_handles_labels()
+    rank = {a: i for i, a in enumerate(arms)}
+    order = sorted(range(len(lab)), key=lambda i: (rank.get(lab[i], len(rank)), i))
+    return [h[i] for i in order], [lab[i] for i in order]
+
+
+def _legend_right(ax, arms=(), **kw) -> None:
+    h, lab = _in_order(ax, list(arms))
+    ax.legend(h, lab, fontsize=kw.pop("fontsize", 6.5), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False, **kw)
+
+
+BASE_METRIC = {"test_overall": "overall"}  # a population metric -> its bare-base key (base_test_<key>)
+
+
+def base_level(df: pd.DataFrame, metric: str) -> tuple[float, int] | None:
+    """The bare base's mean over seeds of ``metric`` (``test_overall`` or ``test_<family>``), read from its
+    ``base_test_<key>`` rows (generation 0, agent −1: :func:`lib.society.results.base_scores`),
+    and the number of seeds; ``None`` where the rows do not record it (consensus, diversity, …)."""
+    key = BASE_METRIC.get(metric) or (metric[5:] if metric.startswith("test_") else None)
+    if key is None or f"base_test_{key}" not in set(df["metric"]):
+        return None
+    v = base_scores(df, [key])[key].dropna()
+    return (float(v.mean()), int(len(v))) if len(v) else None
+
+
+def _base_line(ax, df: pd.DataFrame, metric: str) -> None:
+    """The bare base's accuracy as a grey dash-dotted line (its legend entry names n seeds)."""
+    b = base_level(df, metric)
+    if b is not None:
+        ax.axhline(b[0], color=REFERENCE_GREY, ls="-.", lw=1.1, zorder=2,
+                   label=f"bare base (mean of {b[1]} seed{'s' if b[1] != 1 else ''})")
+
+
+def _metric_table(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    d = selected_conformity(df) if metric == "selected_conformity" else population_metric(df, metric)
+    return d[~d["arm"].map(is_baseline)]
+
+
+def draw_metric(df: pd.DataFrame, metric: str, *, ylabel: str, title: str = "", band: bool = True):
+    """One panel: the population mean of ``metric`` per generation, one line per arm (mean over
+    seeds; band: 95 % CI (t) over seeds), the legend outside the axes."""
+    use_style()
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    d = _metric_table(df, metric)
+    arms = trajectory_arms(d)
+    _curves(ax, d, arms, ylabel, title or f"{_n_seeds(d)}; band: {BOUNDED_T_CI}", band=band)
+    _base_line(ax, df, metric)
+    _legend_right(ax, arms, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: str):
+    """Small multiples: one sub-panel per arm, its population mean of ``metric`` per generation (mean
+    over seeds, band: 95 % CI (t)) against its reference (:func:`arm_reference`; ``full`` for a plain
+    arm) on the *same seeds* in grey; ``full``'s own sub-panel comes first. Shared y-axis."""
+    use_style()
+    d = _metric_table(df, metric)
+    arms = trajectory_arms(d)
+    fig, axes = panel_grid(len(arms), width=2.35, height=2.1, pad=0.5)
+    for ax, a in zip(axes.flat, arms):
+        mine = d[d["arm"] == a]
+        seeds = set(mine["seed"])
+        ref = arm_reference(a, arms)
+        if ref is not None and ref in arms:
+            r = mean_ci_table(d[(d["arm"] == ref) & d["seed"].isin(seeds)], ["generation"])
+            ax.plot(r["generation"], r["mean"], color="0.6", lw=1.6, zorder=1, label=f"{ref}, same seeds")
+        mean_curve(ax, within_bounds(mean_ci_table(mine, ["generation"])), "generation", a, band_alpha=0.2, ms=3)
+        ax.set_title(f"{a} (n = {len(seeds)})", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=7)
+        if ref is not None:
+            ax.legend(handles=[Line2D([], [], color="0.6", lw=1.6, label=f"{ref}, same seeds")], fontsize=6,
+                      loc="best")
+    finish_panel_grid(axes, len(arms))
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel, fontsize=8)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("generation", fontsize=8)
+    fig.suptitle(f"{what}: mean over seeds per arm (n in each title), band: {BOUNDED_T_CI}; grey: the arm's "
+                 "reference on its seeds", fontsize=8.5)
+    fig.tight_layout()
+    return fig
+
+
+def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
+    """Two panels. Left: the population mean of ``metric`` per generation, one line per arm (mean
+    over seeds); an arm run on fewer seeds than its reference (the elitism variants ``<arm>@e1``) is
+    shown beside that reference on the same seeds (thin line). Right: at the last generation, each
+    arm minus its reference (:func:`arm_reference`) on the same seed (dots), the mean difference with
+    its 95 % CI (sign-flip inversion) and the paired sign-flip p; each column names its reference."""
+    use_style()
+    d = population_metric(df, metric)
+    d = d[~d["arm"].map(is_baseline)]
+    arms = trajectory_arms(d)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
+    _curves(a1, d, arms, ylabel)
+    seeds_of = d.groupby("arm")["seed"].apply(set)
+    fewer: dict[tuple[str, frozenset], list[str]] = {}
+    for a in arms:  # the arms run on fewer seeds than their reference, grouped by (reference, seeds)
+        ref = arm_reference(a, arms)
+        if ref is None or ref not in seeds_of or seeds_of[a] >= seeds_of[ref]:
+            continue
+        fewer.setdefault((ref, frozenset(seeds_of[a])), []).append(a)
+    for (ref, seeds), who in fewer.items():  # the reference drawn again, once, on those seeds
+        r = d[(d["arm"] == ref) & d["seed"].isin(seeds)].groupby("generation")["value"].mean()
+        a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0, ls=":", zorder=2,
+                label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})")
+    _base_line(a1, df, metric)
+    a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}; no band ((b): the intervals)"
+                 + ("\ndotted: full on the seeds of the arms run on fewer" if fewer else ""),
+                 fontsize=7, loc="left", pad=16)
+    h, lab = _in_order(a1, arms)
+    a1.legend(h, lab, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    last = last_generation_table(df, metric)
+    last = last[~last["arm"].map(is_baseline)]
+    pts, summ = paired_vs_reference(last)
+    if len(summ):
+        paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms_in(last) if a in set(summ["arm"])],
+                                ylabel=f"{ylabel} at the last generation")
+        a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+    else:
+        a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
+        a2.set_axis_off()
+    fig.tight_layout()
+    return fig
+
+
+def _wrap_names(names, per_line: int = 2) -> str:
+    """``a, b,\nc, d``: names joined, a line break every ``per_line`` names (legend entries stay narrow)."""
+    names = list(names)
+    return ",\n".join(", ".join(names[i:i + per_line]) for i in range(0, len(names), per_line))
+
+
+def draw_families(df: pd.DataFrame, families=None):
+    """Test accuracy per task family (one sub-panel each, in the order of ``families``, the config's;
+    default: the order the rows name them), one line per arm (mean over seeds; ``full`` on top), the
+    bare base on the family as a grey dash-dotted line."""
+    use_style()
+    fams = list(families) if families is not None else [
+        m[5:] for m in dict.fromkeys(df["metric"])
+        if m.startswith("test_") and m != "test_overall" and not m.endswith(("_familiar", "_novel"))]
+    arms = trajectory_arms(df)
+    fig, axes = plt.subplots(1, len(fams), figsize=(2.6 * len(fams) + 1.2, 3.2), sharey=True, squeeze=False)
+    for ax, f in zip(axes[0], fams):
+        _curves(ax, population_metric(df, f"test_{f}"), arms, "test accuracy", f)
+        _base_line(ax, df, f"test_{f}")
+    _legend_right(axes[0][-1], arms)
+    fig.suptitle(f"Test accuracy per family: mean over seeds ({_n_seeds(df[df['arm'].isin(arms)])}), no interval "
+                 "(Fig. 3a (b) pairs the arms by seed); grey dash-dotted: the bare base", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def ancestry(parents: pd.DataFrame, generation: int, agent: int) -> set[tuple[int, int, int, int]]:
+    """Edges ``(t-1, parent, t, child)`` of every ancestor of ``agent`` at ``generation``
+    (``parents``: :func:`parents_table` of one arm and seed)."""
+    by = {(int(r.generation), int(r.agent)): (int(r.parent_a), int(r.parent_b)) for r in parents.itertuples()}
+    edges, todo = set(), [(generation, agent)]
+    while todo:
+        t, a = todo.pop()
+        if (t, a) not in by:
+            continue
+        for p in set(by[(t, a)]):
+            e = (t - 1, p, t, a)
+            if e not in edges:
+                edges.add(e)
+                todo.append((t - 1, p))
+    return edges
+
+
+def top_chain(parents: pd.DataFrame, agents: pd.DataFrame, generation: int, agent: int) -> list[tuple[int, int]]:
+    """The line of best ancestors of ``agent`` at ``generation``: from it, step to whichever of its
+    two parents had the higher selection score (``agents``: the ``val_overall`` rows of one arm and
+    seed, which carry ``score``; ties: the lower index). Returns ``[(generation, agent), ...]``
+    back to generation 0 (or to the first agent without a recorded parent)."""
+    by = {(int(r.generation), int(r.agent)): (int(r.parent_a), int(r.parent_b)) for r in parents.itertuples()}
+    score = {(int(r.generation), int(r.agent)): float(r.score) for r in agents.itertuples()}
+    chain = [(generation, agent)]
+    while chain[-1] in by:
+        t, a = chain[-1]
+        ps = sorted(set(by[(t, a)]), key=lambda p: (-score.get((t - 1, p), float("-inf")), p))
+        chain.append((t - 1, ps[0]))
+    return chain
+
+
+def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = None):
+    """S3a: who bred in one run (one arm, one seed). Agents are dots (x: generation, y: index);
+    filled black: selected as parents. Grey edges: parent → child (solid: a merge of two parents;
+    dotted: a retrained copy of one). Coloured: the ancestry of the last generation's top-scoring
+    agent (thin) and its line of best ancestors (:func:`top_chain`, thick)."""
+    use_style()
+    arms = trajectory_arms(df)
+    arm = arm or (REFERENCE if REFERENCE in arms else arms[0])
+    d = df[df["arm"] == arm]
+    seed = int(d["seed"].min()) if seed is None else int(seed)
+    d = d[d["seed"] == seed]
+    par = parents_table(d)
+    agents = d[d["metric"] == "val_overall"]
+    fig, ax = plt.subplots(figsize=(5.4, 3.2))
+    for r in par.itertuples():
+        for p in {r.parent_a, r.parent_b}:
+            ax.plot([r.generation - 1, r.generation], [p, r.agent], color="0.75", lw=0.7,
+                    ls=":" if r.copy else "-", zorder=1)
+    last_t = int(agents["generation"].max())
+    final = agents[agents["generation"] == last_t]
+    top = final.sort_values(["score", "agent"], ascending=[False, True]).iloc[0]
+    st = arm_style(arm)
+    for t0, p, t1, c in ancestry(par, last_t, int(top["agent"])):
+        ax.plot([t0, t1], [p, c], color=st["color"], lw=1.0, alpha=0.45, zorder=2)
+    chain = top_chain(par, agents, last_t, int(top["agent"]))
+    ax.plot([t for t, _ in chain], [a for _, a in chain], color=st["color"], lw=2.8, zorder=2,
+            solid_capstyle="round", solid_joinstyle="round")
+    sel = agents["selected"].astype(str) == "True"
+    ax.scatter(agents.loc[~sel, "generation"], agents.loc[~sel, "agent"], s=22, facecolor="white",
+               edgecolor="0.45", lw=0.8, zorder=3)
+    ax.scatter(agents.loc[sel, "generation"], agents.loc[sel, "agent"], s=22, color="black", zorder=3)
+    ax.scatter([last_t], [top["agent"]], s=110, marker="*", color=st["color"], edgecolor="black", lw=0.6, zorder=4)
+    handles = [
+        Line2D([], [], ls="", marker="o", mfc="black", mec="black", ms=4.5, label="selected as parent"),
+        Line2D([], [], ls="", marker="o", mfc="white", mec="0.45", ms=4.5, label="not selected"),
+        Line2D([], [], color="0.75", lw=0.7, label="merge: child of two parents"),
+        Line2D([], [], color="0.75", lw=0.7, ls=":", label="copy: retrained from one"),
+        Line2D([], [], ls="", marker="*", ms=9, mfc=st["color"], mec="black",
+               label="top-scoring agent,\nlast generation"),
+        Line2D([], [], color=st["color"], lw=1.0, alpha=0.45, label="all its ancestors"),
+        Line2D([], [], color=st["color"], lw=2.8, label="its best-scoring\nancestor line")]
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set(xlabel="generation", ylabel="agent index", title=f"{arm}, seed {seed}")
+    ax.title.set_fontsize(9)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def draw_g_sweep(sweep: pd.DataFrame):
+    """S3b: the grounding-knob sweep: last-generation test accuracy of the ``full`` arm against g: one
+    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t, within [0, 1]). Knob values the sweep
+    does not run come from the main run on the same seeds (:func:`load_data`: g = the config's g is
+    its ``full`` arm, g = 0 its ``no_grounding`` arm), as the title says."""
+    use_style()
+    d = last_generation_table(sweep)
+    d["g"] = d["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float)
+    t = mean_ci_table(d, ["g"], bounds=(0.0, 1.0))
+    st = arm_style(REFERENCE)
+    fig, ax = plt.subplots(figsize=(4.0, 3.3))
+    for sd, part in d.groupby("seed"):
+        part = part.sort_values("g")
+        ax.plot(part["g"], part["value"], color=st["color"], lw=0.6, alpha=0.35, zorder=1)
+        ax.scatter(part["g"], part["value"], s=12, color=st["color"], alpha=0.5, lw=0, zorder=2)
+    ci = np.isfinite(t["lo"]).all()
+    ax.plot(t["g"], t["mean"], marker="D", ms=5, color="black", lw=1.2, zorder=3,
+            label=f"mean, {BOUNDED_T_CI}" if ci else "mean over seeds")
+    for r in t.itertuples():
+        interval_bar(ax, r.g, r.lo, r.hi, "black")
+    n = sorted(set(t["n"]))
+    borrowed = sorted(set(sweep.loc[sweep["experiment"] != SWEEP, "arm"])) if "experiment" in sweep else []
+    ax.set_xlabel("grounding knob g (0: conformity only, 1: verifier only)")
+    ax.set_ylabel("test accuracy, last generation")
+    run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
+    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seed{'s' if max(n) > 1 else ''})\n"
+                 f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
+                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
+                 fontsize=7.5)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _if_metric(metric: str, fn):
+    return lambda data: fn(data["rows"]) if metric in set(data["rows"]["metric"]) else None
+
+
+_B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p"
+PANELS: list[Panel] = [
+    Panel("fig3a_society_test_accuracy",
+          _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
+          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
+          "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
+          "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
+          f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),
+    Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"], data.get("families")),
+          "Held-out test accuracy per task family, per generation and arm (mean over agents, then over seeds; no "
+          "interval), full on top; grey dash-dotted: the bare base on the family."),
+    Panel("fig3c_society_consensus",
+          _if_metric("consensus_acc", lambda df: draw_metric_paired(df, "consensus_acc", ylabel="consensus accuracy")),
+          "Accuracy of the population's modal answer on the conformity pool: (a) per generation and arm; "
+          f"(b) last generation, each arm minus its reference on the same seed, {_B}."),
+    Panel("fig3d_society_diversity",
+          _if_metric("diversity_behav", lambda df: draw_metric_multiples(
+              df, "diversity_behav", ylabel="behavioural diversity", what="Behavioural diversity")),
+          "Mean pairwise behavioural distance between agents per generation: one panel per arm, mean over seeds "
+          f"with its {BOUNDED_T_CI} band, the arm's reference (grey) on the same seeds."),
+    Panel("fig3e_society_selected_conformity",
+          lambda data: draw_metric_multiples(data["rows"], "selected_conformity", ylabel="conformity of parents",
+                                             what="Conformity of the selected parents"),
+          "Mean conformity (agreement with the consensus) of the agents selected as parents, per generation: one "
+          f"panel per arm, mean over seeds with its {BOUNDED_T_CI} band, the arm's reference (grey) on the same seeds."),
+    Panel("S3a_society_lineage", lambda data: draw_lineage(data["rows"]),
+          "Who bred in one run (full arm, first seed): parent → child edges, selected agents in black, the "
+          "ancestry of the last generation's top-scoring agent in colour."),
+    Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
+          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean, "
+          f"{BOUNDED_T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
+          "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
+          source="sweep"),
+] + society_results.PANELS + society_results.COMPARISON_PANELS + society_diagnostics.PANELS
+
+
+def sources(data: dict) -> dict:
+    """The data files and configs of each panel source, relative to the repository."""
+    rows = [repo_path(f) for f in data["files"]]
+    progress = [repo_path(progress_path(f)) for f in data["files"] if progress_path(f).is_file()]
+    return {"rows": (rows, [repo_path(c) for c in data["configs"]]),
+            "comparison": (rows + progress, [repo_path(c) for c in data["configs"]]),
+            "sweep": ([repo_path(f) for f in data["sweep_files"]], [repo_path(c) for c in data["sweep_configs"]])}
+
+
+def draw_panel(name: str, data: dict):
+    """The saved panel ``name`` of :data:`PANELS` drawn from ``data`` (:func:`load_data`) exactly as
+    :func:`draw_all` saves it (``None`` where its data is absent): what notebook 03 shows under that name."""
+    return style.draw_panel(PANELS, name, data)
+
+
+def draw_all(scale: str) -> list[str]:
+    """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society*``; returns the names saved.
+    To add a panel, append a :class:`lib.style.Panel` to ``PANELS``."""
+    data = load_data(scale)
+    return save_panels(PANELS, data, scale=scale, sources=sources(data), notebook=NOTEBOOK)
+
+
+def stats_table(scale: str) -> pd.DataFrame:
+    """Fig. 3 statistics at the last generation: every arm against its reference (``full``; a
+    variant ``<arm>@<tag>`` against ``full@<tag>`` when present), paired on seed.
+
+    One row per (metric, arm): n seeds, the arm's mean with its 95 % CI (t), the mean paired
+    difference arm − reference with its 95 % CI (sign-flip inversion; unbounded with < 6 seeds), and
+    the sign-flip p (text; n/a with one seed).
+    """
+    df = load_data(scale)["rows"]
+    out = []
+    for fig, metric in (("fig3a", "test_overall"), ("fig3c", "consensus_acc"), ("fig3d", "diversity_behav")):
+        last = last_generation_table(df, metric)
+        _, summ = paired_vs_reference(last)
+        summ = summ.set_index("arm")
+        for arm in arms_in(last):
+            v = last.loc[last["arm"] == arm, "value"]
+            m, lo, hi = t_ci(v)
+            n = int(v.notna().sum())
+            row = {"figure": fig, "metric": metric, "arm": arm, "n": n, "mean": m, T_CI: format_ci(lo, hi, n, digits=3)}
+            if arm in summ.index:
+                c = summ.loc[arm]
+                row.update({"reference": c["reference"], "effect (arm - ref)": float(c["mean"]),
+                            f"effect {SIGN_FLIP_CI}": format_ci(c["lo"], c["hi"], int(c["n"]), digits=3),
+                            "p": format_p(float(c["p"]))})
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def comparison_table(scale: str) -> pd.DataFrame:
+    """Fig. 3f statistics: at the last generation, every society arm (population mean), each arm's
+    val-selected agent, every baseline, the founders' mean and the bare base, each minus ``full`` on
+    the same seed, overall and per family (:func:`lib.society.figures_results.comparison_rows`): ``metric,
+    method, reference, n, accuracy, mean, lo, hi`` (95 % CI, sign-flip inversion; unbounded with
+    < 6 seeds), ``p`` (text) and the cost ``train_steps, val_evals, wall_s`` (mean over seeds)."""
+    data = load_data(scale)
+    return society_results.comparison_rows(data["rows"], data["families"], data["walls"])

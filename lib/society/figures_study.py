@@ -1,0 +1,218 @@
+"""The society study's panels (``data/<scale>/society_study/``): does keeping the founders' skill make the
+society better, and which mechanism keeps it? Plus the study's grounding knob (S3b) and elitism (S3g).
+
+- ``fig3g_study_skill_vs_accuracy`` — per family, each society arm's novel-region skill (x: the
+  population's accuracy on the family's *novel* region, which only its founders learned) against its
+  population test accuracy (y), at generation 1 (open) and at the last generation (filled), joined by
+  an arrow; the baselines (one model each, ×), the founders (generation 0, ★) and the bare base (●).
+  Means over each arm's seeds.
+- ``S3b_study_g_sweep`` — :func:`lib.society.figures.draw_g_sweep` on the study's ``full@g<g>`` arms,
+  ``full`` as g = 0.5 (the same seeds).
+- ``S3g_study_elitism`` — :func:`lib.society.figures_diagnostics.draw_elitism` on ``full@e1`` /
+  ``no_grounding@e1`` and their references.
+- ``S3h_study_skill_retention``, ``S3i_study_skill_loss`` — the society's S3h and S3i
+  (:func:`lib.society.figures_results.draw_skill_retention`, :func:`~lib.society.figures_results.draw_skill_loss`
+  at the first bred generation) on the study's designs (:func:`design_rows`: every arm but the knob and
+  elitism variants, which have their own panels) and its baselines.
+
+Every arm is drawn in its fixed look (:func:`lib.style.arm_style`), the same as in every other figure.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from lib.society import diagnostics as dg
+from lib.society.results import last_generation
+from lib.society.study import complete_runs
+from lib.core.config import load_yaml
+from lib.core.paths import config_path, data_dir
+from lib.core.rows import progress_path, read_shard
+from lib import style
+from lib.style import Panel, arm_style, repo_path, save_panels, use_style
+
+EXPERIMENT = "society_study"
+NOTEBOOK = "03_society_arms"
+
+
+def load_data(scale: str) -> dict:
+    """``{"rows", "files", "families", "config"}`` of the study at ``scale`` (shards read checked; the
+    runs that reached their last generation only).
+    Raises ``FileNotFoundError`` naming the command that makes them."""
+    folder = data_dir(scale, EXPERIMENT)
+    files = sorted(p for p in folder.glob("*_s*.csv")) if folder.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"no society-study rows in {folder}: run "
+                                f"`python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml`")
+    rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)
+    cfg = config_path(EXPERIMENT, scale)
+    rows = complete_runs(rows, int(load_yaml(cfg)["generations"]))  # a run in progress is not drawn
+    return {"rows": rows, "files": [str(f) for f in files], "families": list(load_yaml(cfg)["families"]),
+            "config": str(cfg)}
+
+
+def skill_points(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """Per (arm, generation) with generation ∈ {0, 1, last}: ``n`` seeds, ``overall`` (population
+    test accuracy) and ``<family>`` (novel-region accuracy), means over seeds of population means."""
+    cols = ["test_overall"] + [f"test_{f}_novel" for f in families]
+    w = dg.agents_wide(rows, cols)
+    last = last_generation(w)
+    pick = pd.concat([w[w["generation"].isin([0, 1])], last]).drop_duplicates(["arm", "seed", "generation", "agent"])
+    pick = pick.assign(when=np.where(pick["generation"] == 0, "founders",
+                                     np.where(pick.index.isin(last.index), "last", "generation 1")))
+    per_seed = pick.groupby(["arm", "when", "seed"])[cols].mean().reset_index()
+    out = per_seed.groupby(["arm", "when"])[cols].mean()
+    out["n"] = per_seed.groupby(["arm", "when"])["seed"].nunique()
+    out = out.rename(columns={"test_overall": "overall", **{f"test_{f}_novel": f for f in families}})
+    return out.reset_index()
+
+
+def is_design(arm: str) -> bool:
+    """A design arm of the study (or a baseline): not a grounding-knob (``@g``) or elitism (``@e``)
+    variant, which S3b and S3g draw."""
+    return "@g" not in arm and "@e" not in arm
+
+
+def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the study's designs and baselines (:func:`is_design`)."""
+    return rows[rows["arm"].map(is_design)]
+
+
+def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
+    use_style()
+    pts = skill_points(rows, families)
+    # the designs (the knob and elitism variants have their own panels), each in its fixed look
+    arms = [a for a in dict.fromkeys(rows["arm"]) if not dg.is_baseline(a) and is_design(a)]
+    colours = {a: arm_style(a)["color"] for a in arms}
+    baselines = [a for a in dict.fromkeys(rows["arm"]) if dg.is_baseline(a)]
+    base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
+    fig, axes = plt.subplots(1, len(families), figsize=(3.6 * len(families) + 1.6, 3.8), sharey=True)
+    axes = np.atleast_1d(axes)
+    founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
+    for ax, fam in zip(axes, families):
+        for arm in arms:
+            st = {"color": colours[arm], "marker": arm_style(arm)["marker"]}
+            g1 = pts[(pts["arm"] == arm) & (pts["when"] == "generation 1")]
+            end = pts[(pts["arm"] == arm) & (pts["when"] == "last")]
+            if end.empty:
+                continue
+            x1, y1 = float(end[fam].iloc[0]), float(end["overall"].iloc[0])
+            if not g1.empty:
+                x0, y0 = float(g1[fam].iloc[0]), float(g1["overall"].iloc[0])
+                ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                            arrowprops={"arrowstyle": "->", "color": st["color"], "lw": 0.9, "alpha": 0.7})
+                ax.scatter([x0], [y0], s=22, marker=st["marker"], facecolor="white", edgecolor=st["color"], lw=1.0,
+                           zorder=3)
+            ax.scatter([x1], [y1], s=26, marker=st["marker"], color=st["color"], zorder=4,
+                       label=f"{arm} (n = {int(end['n'].iloc[0])})")
+        for b in baselines:
+            e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
+            if not e.empty:
+                ax.scatter([float(e[fam].iloc[0])], [float(e["overall"].iloc[0])], marker="x", s=30,
+                           color=arm_style(b)["color"], zorder=4, label=b.removeprefix("baseline_"))
+        if len(founders):
+            ax.scatter([float(founders[fam].iloc[0])], [float(founders["overall"].iloc[0])], marker="*", s=80,
+                       color="black", zorder=5, label="founders (generation 0)")
+        b = base.groupby("metric")["value"].mean()
+        if "base_test_overall" in b:
+            ax.scatter([float(b.get(f"base_test_{fam}_novel", 0.0))], [float(b["base_test_overall"])], marker="o",
+                       s=30, color="grey", zorder=5, label="bare base")
+        ax.set_xlabel(f"{fam}: novel-region accuracy (population)")
+        ax.set_title(f"{fam}", fontsize=9)
+        ax.set_xlim(-0.03, 1.03)
+    axes[0].set_ylabel("test accuracy, all families (population)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6.5, frameon=False)
+    fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds)",
+                 fontsize=8.5)
+    fig.tight_layout()
+    return fig
+
+
+def g_sweep_rows(rows: pd.DataFrame, g: float) -> pd.DataFrame | None:
+    """The study's ``full@g<g>`` arms plus ``full`` as g = ``g`` on their seeds, as
+    :func:`lib.society.figures.draw_g_sweep` reads them (``full`` marked as borrowed from the main arm)."""
+    from lib.society.figures import SWEEP
+    knob = rows[rows["arm"].str.match(r"^full@g[0-9.]+$")]
+    if knob.empty:
+        return None
+    main = rows[(rows["arm"] == "full") & rows["seed"].isin(set(knob["seed"]))]
+    return pd.concat([knob.assign(experiment=SWEEP), main.assign(arm=f"full@g{g:g}")], ignore_index=True)
+
+
+def _g_sweep(data):
+    from lib.society.figures import draw_g_sweep
+    d = g_sweep_rows(data["rows"], float(load_yaml(data["config"])["g"]))
+    return None if d is None else draw_g_sweep(d)
+
+
+def _elitism(data):
+    from lib.society.figures_diagnostics import draw_elitism
+    rows = data["rows"]
+    pairs = dg.elitism_pairs(rows["arm"])
+    if not pairs:
+        return None
+    return draw_elitism(rows[rows["arm"].isin(list(pairs) + list(pairs.values()))])
+
+
+def _retention(data):
+    from lib.society.figures_results import draw_skill_retention
+    rows = design_rows(data["rows"])
+    need = {f"test_{f}_novel" for f in data["families"]}
+    return draw_skill_retention(rows, data["families"]) if need <= set(rows["metric"]) else None
+
+
+def _skill_loss(data):
+    from lib.society.figures_results import draw_skill_loss
+    rows = design_rows(data["rows"])
+    need = {f"{p}test_{f}_novel" for f in data["families"] for p in ("", "source_")}
+    return draw_skill_loss(rows, data["families"], generation="first") if need <= set(rows["metric"]) else None
+
+
+PANELS = [
+    Panel("fig3g_study_skill_vs_accuracy", lambda data: draw_skill_vs_accuracy(data["rows"], data["families"]),
+          "The society study: per family, each society arm's novel-region accuracy (the skill only its founders "
+          "learned) against its population test accuracy, at generation 1 (open) and the last generation "
+          "(filled), beside the baselines (×, one model each), the founders (★) and the bare base (●); means over "
+          "each arm's seeds (n in the legend)."),
+    Panel("S3b_study_g_sweep", _g_sweep,
+          "The study's grounding knob: last-generation test accuracy of full at g = 0, 0.25, 0.75, 1 and full "
+          "itself (g = 0.5) on the same seeds (dots: seeds; mean, 95 % CI (t, within [0, 1]))."),
+    Panel("S3g_study_elitism", _elitism,
+          "The study's elitism pair (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation "
+          "paired differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI "
+          "(sign-flip inversion; none with < 6 seeds), paired sign-flip p."),
+    Panel("S3h_study_skill_retention", _retention,
+          "The society's S3h on the study's designs: accuracy on each family's novel region, population mean (top) "
+          "and best agent (bottom, an oracle pick) per generation and arm, mean over seeds with its 95 % CI (t, "
+          "within [0, 1]); lines: the family's best founder, its specialists' mean and the bare base; the baselines "
+          "(one model each) at their labelled positions right of the last generation."),
+    Panel("S3i_study_skill_loss", _skill_loss,
+          "The society's S3i on the study's designs: where novel-region skill is lost, per bred child of the first "
+          "bred generation (elites excluded): merge − parents' mean, merge − the better parent, child − merge, per "
+          "family and pooled, per arm; dots: seeds; mean, 95 % CI (sign-flip inversion; none with < 6 seeds), exact "
+          "p. inherit_merge's child is its merge, mutated (no distillation); a family whose children's parents hold "
+          "none of its novel skill is left out, the title says so."),
+]
+
+
+def draw_panel(name: str, data: dict):
+    """The saved panel ``name`` of :data:`PANELS` drawn from ``data`` (:func:`load_data`) exactly as
+    :func:`draw_all` saves it (``None`` where its data is absent)."""
+    return style.draw_panel(PANELS, name, data)
+
+
+def draw_all(scale: str) -> list[str]:
+    """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society_study/``."""
+    data = load_data(scale)
+    rows = [repo_path(f) for f in data["files"]]
+    prog = [repo_path(progress_path(f)) for f in data["files"] if progress_path(f).is_file()]
+    return save_panels(PANELS, data, scale=scale, sources={"rows": (rows + prog, [repo_path(data["config"])])},
+                       notebook=NOTEBOOK)
+
+
+def stats_table(scale: str) -> pd.DataFrame:
+    """The six pre-registered comparisons (:func:`lib.society.study.primary_table`)."""
+    from lib.society.study import primary_table
+    return primary_table(load_data(scale)["rows"])

@@ -1,0 +1,319 @@
+"""The society's tables: the study's six primary comparisons and its arms, the first run's verdict."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from lib.core.paths import data_dir
+from lib.society import run as society
+from lib.society.data import config_of, rows_of
+from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+
+
+def study_rows(scale: str, experiment: str = "society_study") -> pd.DataFrame | None:
+    """The society study's (or ``experiment``'s) rows at ``scale``, finished runs only (``None`` when
+    none has finished)."""
+    from lib.society.study import complete_runs
+    cfg, rows = config_of(experiment, scale), rows_of(experiment, scale)
+    rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
+    return rows if rows is not None and len(rows) else None
+
+
+def preregistered_seeds(cfg: dict, r) -> int:
+    """The seeds a primary comparison's row ``r`` is pre-registered on: the fewer of its two arms'."""
+    from lib.society.config import arm_seeds
+    return min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
+
+
+def study_state(scale: str) -> str:
+    """Whether the six primary comparisons are final (each on its pre-registered seeds) or interim."""
+    from lib.society.study import primary_table
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    cfg = config_of("society_study", scale)
+    short = [r for _, r in primary_table(rows).iterrows() if r.n < preregistered_seeds(cfg, r)]
+    return ("final: each on its pre-registered seeds" if not short else
+            f"interim: {len(short)} of 6 short of their pre-registered seeds")
+
+
+def study_primary(scale: str) -> str:
+    """The six pre-registered comparisons (:func:`lib.society.study.primary_table`) with their
+    verdict (:func:`lib.society.study.verdict`), marked *interim* while a comparison has fewer
+    seeds than its config pre-registers."""
+    from lib.society.study import primary_table, verdict
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    cfg = config_of("society_study", scale)
+
+    def word(r) -> str:
+        target = preregistered_seeds(cfg, r)
+        w = verdict(num(r["diff"]), num(r.p_holm))
+        return w if w == "—" or r.n >= target else f"{w} (interim: {int(r.n)} of {target} seeds)"
+    lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
+             + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
+             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} |" for k, r in primary_table(rows).iterrows()]
+    return markdown(["#", "comparison", "arms compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                     "p", "Holm p", "verdict (Holm p < 0.05)"], lines)
+
+
+def _arms_table(scale: str, primary: bool) -> str:
+    """Arms of the study (:func:`lib.society.study.arm_table`): population accuracy, selection-pool
+    accuracy, difference to ``full``; ``primary``: the arms of the six comparisons and the baselines, else
+    the secondary arms."""
+    from lib.society.study import arm_table, is_primary_arm
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    t = arm_table(rows)
+    t = t[t["arm"].map(is_primary_arm) == primary]
+    if t.empty:
+        return NO_DATA
+    lines = [f"| `{r.arm}` | {r.borrows or '—'} | {int(r.n)} | {fmt(r.test)} "
+             + (f"[{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(num(r.lo)) else "(n < 2)")
+             + f" | {fmt(r.select)} | {signed(r.vs_full)} | {p_text(r.p_vs_full)} |" for _, r in t.iterrows()]
+    return markdown(["arm", "borrows", "seeds", "test [95 % CI (t, within [0, 1])]", "selection pool",
+                      "− `full` (secondary)", "p"], lines)
+
+
+def study_arms(scale: str) -> str:
+    """The primary arms and the baselines (README)."""
+    return _arms_table(scale, primary=True)
+
+
+def study_arms_secondary(scale: str) -> str:
+    """The secondary arms (docs/study.md)."""
+    return _arms_table(scale, primary=False)
+
+
+def _comparisons(t: pd.DataFrame) -> str:
+    """Paired comparisons (:func:`lib.society.study.secondary_table`) as a markdown table, raw p."""
+    lines = []
+    for k, r in t.iterrows():
+        diff = (f"{signed(r['diff'])} {ci(r.lo, r.hi)}" if r.n >= 2 else
+                f"{signed(r['diff'])} (one seed: no interval, no test)" if r.n == 1 else "not run yet")
+        lines.append(f"| {k + 1} | `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {int(r.other_founders)} | "
+                     f"{fmt(r.a_acc)} | {fmt(r.b_acc)} | {diff} | {p_text(r.p) if r.n >= 2 else '—'} |")
+    return markdown(["#", "comparison", "what it isolates", "seeds", "of them on other founders", "a", "b",
+                     "Δ = a − b [95 % CI (sign-flip)]", "p (uncorrected)"], lines)
+
+
+def study_secondary(scale: str) -> str:
+    """The study's secondary comparisons (:func:`lib.society.study.secondary_table`), raw p."""
+    from lib.society.study import secondary_table
+    rows = study_rows(scale)
+    return NO_DATA if rows is None else _comparisons(secondary_table(rows))
+
+
+LEXICASE = "society_lexicase"  # lexicase beside its own full and niche (configs/society_lexicase/)
+
+
+def lexicase_rows(scale: str) -> pd.DataFrame | None:
+    """The rows of configs/society_lexicase/<scale>.yaml, finished runs only (:func:`study_rows`)."""
+    return study_rows(scale, LEXICASE)
+
+
+def study_lexicase(scale: str) -> str:
+    """Lexicase against the ``full`` and ``niche`` run beside it (:data:`lib.society.study.LEXICASE`),
+    paired by seed within its own folder, raw p."""
+    from lib.society.study import LEXICASE as LINES, secondary_table
+    rows = lexicase_rows(scale)
+    return NO_DATA if rows is None else _comparisons(secondary_table(rows, LINES))
+
+
+def study_lexicase_slots(scale: str) -> str:
+    """Which founders become parents at generation 0 in the lexicase folder's arms, by family
+    (:func:`lib.society.results.founder_selection`): the specialists lexicase is meant to keep."""
+    from lib.society.tables_results import founder_selection_markdown
+    rows = lexicase_rows(scale)
+    return NO_DATA if rows is None else founder_selection_markdown(rows, config_of(LEXICASE, scale)["families"])
+
+
+def study_lexicase_summary(scale: str) -> str:
+    """The lexicase folder's comparisons in one sentence (``Δ [CI], p`` each; secondary, raw p)."""
+    from lib.society.study import LEXICASE as LINES, secondary_table
+    rows = lexicase_rows(scale)
+    if rows is None:
+        return "no data yet"
+    t = secondary_table(rows, LINES)
+    return "; ".join(f"{r.arm_a} − {r.arm_b} {signed(r['diff'])} {ci(r.lo, r.hi)}, p = {p_text(r.p)}"
+                     if r.n >= 2 else f"{r.arm_a} − {r.arm_b}: fewer than 2 seeds" for _, r in t.iterrows()) \
+        + f" (over {int(t['n'].min())} seeds)"
+
+
+def study_lexicase_beside(scale: str) -> str:
+    """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
+    the same rows (:func:`lib.society.tables_results.full_reproduction`), and how many the same founders
+    (generation 0; :func:`lib.society.study.founders_of`)."""
+    from lib.society.study import founders_of
+    from lib.society.tables_results import full_reproduction
+    mine, study = lexicase_rows(scale), study_rows(scale)
+    if mine is None or study is None:
+        return "no data yet"
+    r = full_reproduction(study, mine)
+    fa, fb = founders_of(mine), founders_of(study)
+    same_founders = sum(int(fa.get(("full", s)) == fb.get(("full", s))) for s in r["seeds"])
+    return (f"{r['same']} of {r['n']} seeds give the study's rows, and {same_founders} of {r['n']} "
+            f"start from the study's founders")
+
+
+def study_grids(scale: str) -> str:
+    """Where the baselines' chosen hyperparameters fall in their grids
+    (:func:`lib.society.study.grid_choices`), with the seeds whose val optimum was a tie."""
+    from lib.society.study import grid_choices
+    from lib.society.baselines import grid_of
+    rows = study_rows(scale)
+    if rows is None:
+        return NO_DATA
+    t = grid_choices(rows, grid_of(config_of("society_study", scale)["grids"]))
+    lines = [f"| `{r.baseline}` | {r.key} | {fmt(r.grid_lo, 2)}–{fmt(r.grid_hi, 2)} | {fmt(r['mode'], 2)} | "
+             f"{int(r.seeds_at_mode)} of {int(r.seeds)} | "
+             + (f"{int(r.seeds_tied)} of {int(r.seeds_with_grid)} | {int(r.seeds_edge_optimum)} | "
+                if r.seeds_with_grid else "— | — | ")
+             + ("**yes**" if r.at_open_edge else "no") + " |" for _, r in t.iterrows()]
+    return markdown(["baseline", "hyperparameter", "grid", "chosen most often", "on seeds",
+                     "seeds whose val optimum is a tie in it", "seeds where that value alone is best",
+                     "at an open end of the grid"], lines)
+
+
+def study_grid_near_base(scale: str) -> str:
+    """On how many seeds each λ-tuned baseline chose λ ≤ 0.05: a merge that is nearly the bare base."""
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    d = rows[rows["metric"] == "baseline_lambda"]
+    parts = [f"`{arm}` on {int((g['value'] <= 0.05).sum())} of {len(g)} seeds" for arm, g in d.groupby("arm", sort=False)]
+    return ", ".join(parts) if parts else "no data yet"
+
+
+def society_primary(scale: str) -> str:
+    """The first society run's three pre-registered comparisons (``configs/society``,
+    :func:`lib.society.results.primary_comparisons`), and how much the grounding comparison
+    rests on its most extreme seed (the comparison again without it)."""
+    from lib.society.results import method_scores, primary_comparisons
+    from lib.core.stats import paired_permutation_test, sign_flip_ci
+    from lib.society import run as society
+    cfg, rows = config_of("society", scale), rows_of("society", scale)
+    if rows is None:
+        return NO_DATA
+    t = primary_comparisons(rows, cfg["families"])
+    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.full)} | {fmt(r.other_acc)} | {signed(r['diff'])} "
+             f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
+    sc = method_scores(rows, cfg["families"])
+    wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
+    d = (wide["full"] - wide["no_grounding"]).dropna()
+    worst = d.abs().idxmax()
+    rest = d.drop(worst)
+    lo, hi = sign_flip_ci(rest.to_numpy())
+    p = paired_permutation_test(wide.loc[rest.index, "full"].to_numpy(), wide.loc[rest.index, "no_grounding"].to_numpy())["p"]
+    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
+                 f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
+    return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
+                      "Holm p"], lines)
+
+
+def study_verdicts(scale: str) -> str:
+    """The six primary comparisons by verdict, in one phrase (wins, ties, losses; interim or final)."""
+    from lib.society.study import primary_table, verdict
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    t = primary_table(rows)
+    words = {"win": [], "tie": [], "loss": []}
+    for k, r in t.iterrows():
+        w = verdict(num(r["diff"]), num(r.p_holm))
+        if w in words:
+            words[w].append(f"{k + 1} ({r.comparison})")
+    n = t["n"]
+    seeds = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
+    parts = [f"{label}: " + (", ".join(words[w]) if words[w] else "none")
+             for w, label in (("win", "wins"), ("tie", "ties"), ("loss", "losses"))]
+    return "; ".join(parts) + f" (Holm p < 0.05, on {seeds} seeds)"
+
+
+def study_grounding_one_seed(scale: str) -> str:
+    """Primary comparison 6 (``full`` − ``no_grounding``) again without its most extreme seed."""
+    from lib.society.study import population_scores, without_most_extreme
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    pop = population_scores(rows)
+    if "full" not in pop or "no_grounding" not in pop:
+        return "no data yet"
+    r = without_most_extreme(pop["full"], pop["no_grounding"])
+    if r["seed"] is None:
+        return "fewer than 3 seeds"
+    return (f"without seed {r['seed']} (its difference {signed(r['its_diff'])}, the largest), "
+            f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds")
+
+
+def study_primary_founders(scale: str) -> str:
+    """Over the six primary comparisons, the paired seeds whose two runs started from different founders
+    (:func:`lib.society.study.seeds_on_other_founders`; baselines carry no founders' rows)."""
+    from lib.society.study import primary_table
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    t = primary_table(rows)
+    return f"{int(t['other_founders'].sum())} of {int(t['n'].sum())}"
+
+
+def study_seed_budget_beside(scale: str) -> str:
+    """``full@seed_budget`` − the ``full`` of the same machine: the recombination folder's own ``full``
+    (configs/society_recombination/: the study's settings but the selection pool, which changes no other
+    pool), paired by seed, with the seeds whose founders differ (:func:`seeds_on_other_founders`)."""
+    from lib.society.study import founders_of, paired, population_scores, seeds_on_other_founders
+    rows, beside = study_rows(scale), rows_of("society_recombination", scale)
+    if rows is None or beside is None or "full@seed_budget" not in set(rows["arm"]):
+        return "no data yet"
+    both = pd.concat([rows[rows["arm"] == "full@seed_budget"],
+                      beside[beside["arm"] == "full"].assign(arm="full (beside)")], ignore_index=True)
+    pop = population_scores(both)
+    r = paired(pop["full@seed_budget"], pop["full (beside)"])
+    other = seeds_on_other_founders(founders_of(both), "full@seed_budget", "full (beside)", r["seeds"])
+    test = (f"{ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds" if r["n"] >= 2 else
+            "over one seed (no interval, no test)")
+    return f"{signed(r['diff'])} {test} ({other} of them on other founders)"
+
+
+def study_cost_text(scale: str, experiment: str = "society_study") -> str:
+    """The study's (or ``experiment``'s) wall time and load so far (:func:`lib.society.study.study_cost`)."""
+    import json
+    from lib.society.study import study_cost
+    from lib.sweep import LEDGER
+    cfg = config_of(experiment, scale)
+    folder = data_dir(scale, cfg["experiment"])
+    if not folder.is_dir():
+        return "no data yet"
+    walls = society.generation_walls(cfg, folder)
+    if len(walls):  # finished runs only (a baseline records one wall for its whole run)
+        done = {k for k, v in society.shard_status(cfg, folder).items() if v == cfg["generations"] - 1}
+        walls = walls[[f"{a}_s{s}" in done for a, s in zip(walls["arm"], walls["seed"])]]
+    ledger_file = folder / LEDGER
+    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines() if x.strip()] if ledger_file.exists() else []
+    c = study_cost(walls, ledger)
+    spent = f"{c['core_h']:.1f} core-hours" if c["core_h"] >= 1 else f"{c['core_h'] * 60:.0f} core-minutes"
+    text = f"{spent} in {c['runs']} finished runs (one thread each)"
+    if c["ledger_sweeps"]:
+        text += (f"; the {c['ledger_sweeps']} sweeps logged since {c['ledger_since'][:10]} ran at a 1-minute "
+                 f"load average of {c['load_lo']:.1f}–{c['load_hi']:.1f} on {c['cpus']} CPUs")
+    return text
+
+
+TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "study-arms": study_arms,
+                                           "study-secondary": study_secondary,
+                                           "study-lexicase": study_lexicase, "study-lexicase-slots": study_lexicase_slots,
+                                           "study-arms-secondary": study_arms_secondary, "study-grids": study_grids,
+                                           "society-primary": society_primary}
+VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "study-state": study_state,
+                                           "study-grid-near-base": study_grid_near_base,
+                                           "study-grounding-one-seed": study_grounding_one_seed,
+                                           "study-primary-founders": study_primary_founders,
+                                           "study-seed-budget-beside": study_seed_budget_beside,
+                                           "study-lexicase-beside": study_lexicase_beside,
+                                           "study-lexicase-summary": study_lexicase_summary,
+                                           "study-cost": study_cost_text,
+                                           "study-lexicase-cost": lambda scale: study_cost_text(scale, LEXICASE)}

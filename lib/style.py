@@ -1,0 +1,524 @@
+"""One style and one ``save_figure`` for every figure and SI panel.
+
+Every arm and method has one fixed look, the same in every figure (:func:`arm_style`): a colour from
+Paul Tol's colour-blind-safe schemes ("bright" for the society, tool-mutation and operator arms,
+"muted" for the eight program-search methods) *and* a marker, so lines stay apart in greyscale print.
+A variant of an arm, written ``<arm>@<tag>`` (``full@e1``: the arm with elitism 1, ``full@g0.25``: at
+grounding 0.25), keeps its base arm's colour and marker and is told apart by a dashed line, a hollow
+marker and a hatch on bars. Each saved panel is recorded in ``figures/<scale>/index.json`` with its
+caption, data files and config(s), paths relative to the repository; notebook 05 turns that into
+``figures/<scale>/INDEX.md``.
+
+Every plots module declares its panels once, as a list of :class:`Panel` (``PANELS``), and saves them
+with one call of :func:`save_panels`; :func:`draw_panel` draws one of them by name, so a notebook
+that shows a figure under a saved name shows that very drawing. Intervals are named where they are
+drawn: a single mean over seeds carries a 95 % CI (t) (:func:`mean_curve`, :func:`dots_with_mean`),
+cut to [0, 1] for a rate (:func:`within_bounds`), a share of seeds a Wilson interval
+(:func:`wilson_ci`), a paired difference a 95 % CI (sign-flip inversion)
+(:func:`paired_difference_panel`; unbounded, so not drawn, with n < 6).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import matplotlib
+
+matplotlib.use("Agg") if not matplotlib.get_backend().lower().startswith(("module://", "nbagg", "widget", "ipympl")) else None
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from lib.core.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
+from lib.core.jsonfile import read_json, write_json  # noqa: E402
+from lib.core.rows import sha256_of  # noqa: E402
+from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
+
+# Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
+# colour blindness; "bright" has 6 hues + grey, "muted" 9.
+TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow": "#CCBB44",
+              "red": "#EE6677", "purple": "#AA3377", "grey": "#BBBBBB"}
+TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
+             "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
+# from Paul Tol's vibrant scheme: arm colours when the bright seven are taken (the society study's designs)
+TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988"}
+REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
+
+# name -> (colour, marker). Within one experiment every pair differs in colour AND marker.
+_LOOKS = {
+    # society arms (reference: full)
+    "full": (TOL_BRIGHT["blue"], "o"), "no_grounding": (TOL_BRIGHT["red"], "s"),
+    "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
+    "sex_linear": (TOL_BRIGHT["yellow"], "v"),
+    "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_VIBRANT["orange"], "X"),
+    "full@breeding": (TOL_VIBRANT["teal"], "H"),  # full's re-run beside the breeding arms: not full@e1's look
+    # the society's references and the field's methods on the same founders (muted: not evolving)
+    "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
+    "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
+    "baseline_ties": (TOL_MUTED["teal"], ">"), "baseline_dare_ties": (TOL_MUTED["sand"], "p"),
+    "baseline_lorahub": (TOL_MUTED["indigo"], "*"), "baseline_multitask": (TOL_MUTED["rose"], "d"),
+    # the society study's designs (lib.society.config.DESIGNS): each its own look, a named variant of full
+    # included (full@matched is a design of its own, not full drawn dashed)
+    "full@matched": (TOL_BRIGHT["green"], "8"), "verified": (TOL_BRIGHT["purple"], "H"),
+    "niche": (TOL_BRIGHT["yellow"], "^"), "inherit_merge": (TOL_VIBRANT["orange"], "D"),
+    "niche_inherit_merge": (TOL_BRIGHT["cyan"], "s"), "niche_verified": (TOL_VIBRANT["magenta"], "v"),
+    "full@inherit1000x1": (TOL_VIBRANT["red"], "8"), "full@seed_budget": (TOL_VIBRANT["teal"], "P"),
+    "lexicase": (TOL_MUTED["cyan"], "X"),
+    # tool-mutation arms (reference: sgd)
+    "sgd": (REFERENCE_GREY, "o"), "mutate_promote": (TOL_BRIGHT["blue"], "s"),
+    "random_promote": (TOL_BRIGHT["red"], "^"),
+    # program-search methods (reference: corrected); the two equivalents of corrected get a line style
+    "corrected": (TOL_MUTED["indigo"], "o"), "generic_first_jet": (TOL_MUTED["cyan"], "s"),
+    "full_jacobian": (TOL_MUTED["teal"], "^"), "gate_blind": (TOL_MUTED["rose"], "D"),
+    "random_order": (TOL_MUTED["sand"], "v"), "no_feedback": (TOL_MUTED["wine"], "P"),
+    "frozen_proposer": (TOL_MUTED["olive"], "X"), "direct_tournament": (TOL_MUTED["green"], "*"),
+    # operators: selection rules
+    "qd": (TOL_BRIGHT["blue"], "o"), "top_p": (TOL_BRIGHT["red"], "s"),
+}
+_LINESTYLE = {"generic_first_jet": (0, (5, 2)), "full_jacobian": (0, (1, 1.5))}
+_FALLBACK = list(TOL_MUTED.values())
+_MARKERS = "osD^vPX*<>hp"
+COLOURS = {k: v[0] for k, v in _LOOKS.items()}
+
+
+def base_arm(name: str) -> str:
+    """``"full@e1"`` → ``"full"``: the arm a variant belongs to (the part before ``@``)."""
+    return str(name).split("@", 1)[0]
+
+
+def _look_key(name: str) -> str:
+    """The name whose look ``name`` takes: itself when it has its own look (``full@matched``), else the
+    longest ``@``-prefix that has one (``full@matched@e1`` → ``full@matched``), else its base arm."""
+    name = str(name)
+    parts = name.split("@")
+    for k in range(len(parts), 1, -1):
+        if "@".join(parts[:k]) in _LOOKS:
+            return "@".join(parts[:k])
+    return parts[0]
+
+
+def arm_style(name: str) -> dict:
+    """The fixed look of an arm or method: ``{"color", "marker", "ls", "mfc", "hatch"}``.
+
+    A plain arm: solid line, filled marker, no hatch. A variant ``<arm>@<tag>``: the base arm's colour
+    and marker (the look of the longest prefix that has one, :func:`_look_key`), dashed line, hollow
+    marker (``mfc="white"``), hatch ``"//"`` on bars. Unknown names get a stable colour and marker from
+    their characters.
+    """
+    base = _look_key(name)
+    if base in _LOOKS:
+        col, mk = _LOOKS[base]
+    else:
+        h = sum(map(ord, base))
+        col, mk = _FALLBACK[h % len(_FALLBACK)], _MARKERS[h % len(_MARKERS)]
+    variant = base != name
+    return {"color": col, "marker": mk, "ls": "--" if variant else _LINESTYLE.get(base, "-"),
+            "mfc": "white" if variant else col, "hatch": "//" if variant else None}
+
+
+def line_kw(name: str, **extra) -> dict:
+    """Keyword arguments for ``ax.plot`` / ``ax.errorbar`` drawing ``name`` in its style (label = name)."""
+    st = arm_style(name)
+    kw = {"color": st["color"], "marker": st["marker"], "ls": st["ls"], "mfc": st["mfc"],
+          "mec": st["color"], "label": name}
+    kw.update(extra)
+    return kw
+
+
+def bar_kw(name: str, **extra) -> dict:
+    """Keyword arguments for ``ax.bar`` drawing ``name`` in its style (hatched when a variant)."""
+    st = arm_style(name)
+    variant = st["hatch"] is not None
+    kw = {"color": "white" if variant else st["color"], "edgecolor": st["color"], "hatch": st["hatch"],
+          "label": name}
+    kw.update(extra)
+    return kw
+
+
+def colour(name: str):
+    """The fixed colour of an arm or method (a variant ``<arm>@<tag>`` shares its base arm's)."""
+    return arm_style(name)["color"]
+
+
+def palette(names: Iterable[str]) -> dict:
+    return {n: colour(n) for n in names}
+
+
+def mean_curve(ax, table, x: str, name: str, *, band: bool = True, band_alpha: float = 0.15, **extra) -> None:
+    """One line through ``table["mean"]`` along ``table[x]`` in the look of ``name`` and, with ``band``,
+    its 95 % CI (t) ``lo, hi`` shaded where it exists (n ≥ 2). ``extra`` overrides :func:`line_kw`."""
+    t = table.sort_values(x)
+    kw = line_kw(name, **{"ms": 3.5, "lw": 1.3, **extra})
+    ax.plot(t[x], t["mean"], **kw)
+    if band:
+        ok = t[np.isfinite(t["lo"].astype(float)) & np.isfinite(t["hi"].astype(float))]
+        if len(ok):
+            ax.fill_between(ok[x], ok["lo"], ok["hi"], color=kw["color"], alpha=band_alpha, lw=0, zorder=1)
+
+
+def within_bounds(table, lo: float = 0.0, hi: float = 1.0, *, columns=("lo", "hi")):
+    """``table`` with its interval ``columns`` cut to ``[lo, hi]``, the quantity's possible range (an
+    accuracy, a share, a rate: [0, 1]): a t-interval so cut is
+    :func:`lib.core.stats.bounded_t_ci` (:data:`lib.core.stats.BOUNDED_T_CI`). NaN stays NaN."""
+    t = table.copy()
+    for c in columns:
+        if c in t:
+            t[c] = t[c].astype(float).clip(lower=lo, upper=hi)
+    return t
+
+
+WILSON_CI = "95 % CI (Wilson)"
+
+
+def wilson_ci(successes: float, n: int, *, z: float = 1.959963984540054) -> tuple[float, float, float]:
+    """A proportion ``successes / n`` and its Wilson score interval (always within [0, 1], not empty at
+    0 or n successes): ``(p, lo, hi)``; NaN with ``n = 0``."""
+    if n <= 0:
+        return float("nan"), float("nan"), float("nan")
+    p = successes / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return float(p), float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, zorder: float = 3) -> None:
+    """A vertical error bar from ``lo`` to ``hi`` at ``x`` with caps, drawn as one line (so it adds no
+    collection to ``ax``, whose scatter points stay the data); nothing unless both ends are finite."""
+    if np.isfinite(lo) and np.isfinite(hi):
+        ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
+
+
+def dots_with_mean(ax, pos: float, values, name: str, mean: float, lo: float, hi: float, *,
+                   s: float = 11, marker: str | None = None, jitter: float = 0.12) -> None:
+    """At x = ``pos``: the ``values`` as small dots (one per seed or pair; spread over ±``jitter`` left of
+    ``pos``, or all at ``pos`` with ``jitter=0``) and, beside them, a large marker at ``mean`` with its
+    interval ``lo, hi`` as an error bar when both are finite."""
+    st = arm_style(name)
+    v = np.asarray(values, dtype=float)
+    jit = np.linspace(-jitter, jitter, len(v)) if len(v) > 1 and jitter else np.zeros(len(v))
+    ax.scatter(pos - jitter + jit, v, s=s, color=st["color"], alpha=0.55, lw=0, zorder=2)
+    x = pos + max(jitter, 0.12) + 0.02
+    interval_bar(ax, x, lo, hi, st["color"])
+    ax.plot([x], [mean], marker=marker or st["marker"], ms=5, color=st["color"], mfc=st["mfc"], ls="", zorder=4)
+
+
+def ci_note(summary, kind: str = SIGN_FLIP_CI) -> str:
+    """What the error bars of ``summary`` (columns ``n, lo, hi``) are: ``"mean, 95 % CI (…)"``, or, where
+    the interval is unbounded or undefined, that none is drawn and why."""
+    bounded = np.isfinite(summary["lo"].astype(float)) & np.isfinite(summary["hi"].astype(float))
+    limit = f"n < {MIN_PAIRED_N}" if kind == SIGN_FLIP_CI else "n < 2"
+    if bounded.all():
+        return f"mean, {kind}"
+    if not bounded.any():
+        return f"mean; no 95 % interval with {limit}"
+    return f"mean, {kind}; none where {limit}"
+
+
+def _tick(level, reference: str | None) -> str:
+    """A column's tick label: ``"no_sex\n− full"`` (a variant breaks before its ``@``:
+    ``"no_grounding\n@e1\n− full@e1"``); without ``reference`` a level ``"a − b"`` is written
+    ``"a\n− b"``."""
+    level = str(level)
+    if reference is None:
+        return level.replace(" − ", "\n− ")
+    ref = f"− {reference}"
+    if len(ref) > 12:  # a long variant reference breaks before its @ too ("− full\n@breeding")
+        ref = ref.replace("@", "\n@", 1)
+    return level.replace("@", "\n@", 1) + f"\n{ref}"
+
+
+def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
+                            ylabel: str, x: str | None = None, xlabel: str | None = None,
+                            annotate: bool = True, unit: str = "seed", look: Mapping[str, str] | None = None,
+                            crowded: bool | None = None) -> None:
+    """Draw paired differences ``level − reference`` (from :func:`lib.core.stats.paired_differences`).
+
+    One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
+    ``x``): a small dot per pair (``unit``: a seed; in Fig. 1 a population), a large marker for the mean
+    difference and its 95 % CI (sign-flip inversion) as an error bar (a band along ``x``). With fewer
+    than 6 pairs that interval is unbounded: none is drawn and the title says so; the dots are the
+    data. Above each column: the paired sign-flip p (:func:`lib.core.stats.format_p`) and n. A
+    line at 0 marks "no difference". The reference is ``reference`` or, when ``summary`` has a
+    ``reference`` column naming several, each column's own, written under its tick label. ``look``:
+    the arm whose colour and marker a level is drawn in (default: the level itself). ``crowded``: write
+    each column's p and n as one rotated line (default: when there are more than 8 columns), so that
+    neighbouring columns of a narrow panel do not overwrite each other.
+    """
+    look = dict(look or {})
+    order = [o for o in order if o in set(summary[group])]
+    refs = dict(zip(summary[group], summary["reference"])) if "reference" in summary else {}
+    own = reference is None and len(set(refs.values())) > 1  # then each tick names its own reference
+    if reference is None:
+        reference = "its reference" if own or not refs else next(iter(refs.values()))
+    ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, ls="-", zorder=0)
+    crowded = len(order) > 8 if crowded is None else crowded
+    if x is None:
+        for i, lvl in enumerate(order):
+            r = summary[summary[group] == lvl].iloc[0]
+            dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), r["mean"], r["lo"], r["hi"])
+            if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
+                ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
+                            (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                            fontsize=5.5 if crowded else 6, rotation=90 if crowded else 0)
+        labels = [_tick(o, refs[o] if own else None) for o in order]
+        two_line = any("\n" in lb for lb in labels)  # written flat: rotated, they would collide
+        tilt = len(order) > (7 if two_line else 3)
+        ax.set_xticks(range(len(order)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center",
+                      fontsize=6 if two_line else 7)
+        ax.set_xlim(-0.6, len(order) - 0.4)
+    else:
+        for lvl in order:
+            st = arm_style(look.get(lvl, lvl))
+            pts = points[points[group] == lvl]
+            ax.scatter(pts[x], pts["diff"], s=9, color=st["color"], alpha=0.45, lw=0, zorder=2)
+            s = summary[summary[group] == lvl]
+            mean_curve(ax, s, x, look.get(lvl, lvl), band_alpha=0.2, ms=4, label=f"{lvl} − {reference}", zorder=3)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+    n = sorted(set(int(v) for v in summary["n"]))
+    n_txt = f"n = {n[0]}" if len(n) == 1 else f"n = {n[0]}–{n[-1]}"
+    ax.set_ylabel(f"{ylabel}\nminus {reference}")
+    what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
+    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
+                 pad=(P_LABEL_PAD if crowded else 16) if (annotate and x is None) else 4)
+
+
+P_LABEL_PAD = 48  # points above the axes that a column's rotated "p=…, n=…" takes (5.5 pt text)
+
+
+def panel_grid(n: int, *, width: float, height: float, pad: float, max_cols: int = 4):
+    """Small multiples: ``n`` panels on a grid of at most ``max_cols`` columns, x and y shared; each
+    panel ``width`` x ``height`` inches, ``pad`` inches for the title. Returns ``(fig, axes[nrow, ncol])``;
+    :func:`finish_panel_grid` hides the spare cells."""
+    ncol = min(max_cols, n)
+    nrow = int(np.ceil(n / ncol))
+    return plt.subplots(nrow, ncol, figsize=(width * ncol, height * nrow + pad), sharex=True, sharey=True,
+                        squeeze=False)
+
+
+def finish_panel_grid(axes, n: int, xlabel: str | None = None) -> None:
+    """Hide the cells of :func:`panel_grid` past the ``n``-th; a panel with nothing below it carries its
+    own x ticks (and ``xlabel``, when given)."""
+    ncol = axes.shape[1]
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_axis_off()
+        elif k + ncol >= n:
+            ax.tick_params(labelbottom=True)
+            if xlabel is not None:
+                ax.set_xlabel(xlabel, fontsize=8)
+
+
+def use_style() -> None:
+    """The shared look: white grid, paper context, small fonts, no top/right spines. In a notebook,
+    a displayed figure's PNG also carries an alt text (:func:`figure_alt`) for its page."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
+    plt.rcParams.update({
+        "figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight",
+        "axes.spines.top": False, "axes.spines.right": False,
+        "legend.frameon": False, "pdf.fonttype": 42,
+    })
+    _describe_figures()
+
+
+def figure_alt(fig, limit: int = 600) -> str:
+    """A figure described by its own words: its suptitle, then each axes' titles and axis labels
+    (``"Held-out accuracy. (a) per generation: test accuracy against generation; …"``), at most
+    ``limit`` characters; ``"a figure"`` when it has none."""
+    parts = []
+    if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_text().strip():
+        parts.append(fig._suptitle.get_text().strip())
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        title = " ".join(t for t in (ax.get_title(loc=k).strip() for k in ("left", "center", "right")) if t)
+        axes = " against ".join(t for t in (ax.get_ylabel().strip(), ax.get_xlabel().strip()) if t)
+        text = ": ".join(t for t in (title, axes) if t)
+        if text and text not in parts:
+            parts.append(text)
+    alt = "; ".join(" ".join(p.split()) for p in parts) or "a figure"
+    return alt if len(alt) <= limit else alt[: limit - 1].rstrip() + "…"
+
+
+def _describe_figures() -> None:
+    """In IPython, wrap the PNG formatter of matplotlib figures (set by ``%matplotlib inline``) so that
+    the output's metadata carries ``alt`` = :func:`figure_alt` (:mod:`lib.pages` writes it into the page)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    from matplotlib.figure import Figure
+
+    fmt = ip.display_formatter.formatters["image/png"]
+    try:
+        inner = fmt.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(inner, "_adds_alt", False):
+        return
+
+    def png_with_alt(fig):
+        out = inner(fig)
+        if out is None:
+            return None
+        data, meta = out if isinstance(out, tuple) else (out, {})
+        return data, {**(meta or {}), "alt": figure_alt(fig)}
+
+    png_with_alt._adds_alt = True
+    fmt.for_type(Figure, png_with_alt)
+
+
+def table_text(table, digits: int = 3, **kw) -> str:
+    """``table`` as printed text, rounded to ``digits``, every column named ``p`` or ``p_…`` written by
+    :func:`lib.core.stats.format_p` (never ``0.000``)."""
+    import pandas as pd
+
+    t = table.copy()
+    for c in t.columns:
+        if (c == "p" or str(c).startswith("p_")) and pd.api.types.is_numeric_dtype(t[c]):
+            t[c] = [format_p(float(v)) for v in t[c]]
+    return t.round(digits).to_string(**{"index": False, **kw})
+
+
+def repo_path(p) -> str:
+    """``p`` relative to the repository root, never absolute (outside it: with ``..`` parts)."""
+    p = Path(p)
+    if not p.is_absolute():
+        return p.as_posix()
+    return Path(os.path.relpath(p.resolve(), Path(REPO_ROOT).resolve())).as_posix()
+
+
+def _abs(p: str) -> Path:
+    return Path(p) if Path(p).is_absolute() else REPO_ROOT / p
+
+
+def _index_path(scale: str) -> Path:
+    return figures_dir(scale) / "index.json"
+
+
+def read_index(scale: str) -> dict:
+    """``figures/<scale>/index.json`` (``{}`` when absent); unreadable, a one-line error naming it."""
+    p = _index_path(scale)
+    return read_json(p, fix=f"delete it and run notebook 05 (make reproduce SCALE={scale}), which redraws "
+                            f"every panel and rebuilds the index") if p.is_file() else {}
+
+
+def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterable[str] = (),
+                config: str | Iterable[str] | None = None, notebook: str | None = None) -> list[Path]:
+    """Save ``fig`` as ``figures/<scale>/<name>.pdf`` and ``.png`` and record it in the index.
+
+    Args:
+        name: stable file name, e.g. ``"fig3a_society_test_acc"`` or ``"S2c_program_budget"``.
+        caption: one line on what the panel shows.
+        data: the data file(s) it was drawn from (recorded relative to the repository).
+        config: the config file(s) of the run(s) behind the data (recorded likewise; one: a string).
+        notebook: the notebook that draws it.
+    """
+    out = figures_dir(scale)
+    paths = [out / f"{name}.pdf", out / f"{name}.png"]
+    for p in paths:
+        # Fixed metadata keeps the files byte-stable across re-runs.
+        meta = {"CreationDate": None} if p.suffix == ".pdf" else {"Software": None}
+        fig.savefig(p, metadata=meta)
+    data = [data] if isinstance(data, (str, Path)) else list(data)
+    configs = [config] if isinstance(config, (str, Path)) else list(config or [])
+    configs = [repo_path(c) for c in dict.fromkeys(configs)]
+    idx = read_index(scale)
+    data = [repo_path(d) for d in data]
+    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": data,
+                 "data_sha256": {d: sha256_of(_abs(d)) for d in data if _abs(d).is_file()},
+                 "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
+    write_json(_index_path(scale), idx)
+    return paths
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One saved figure panel. ``draw(data)`` gets the module's ``load_data`` dict and returns a
+    figure, or ``None`` when its data is absent (the panel is then skipped); ``source`` names the
+    entry of :func:`save_panels`' ``sources`` it is drawn from."""
+    name: str
+    draw: Callable[[dict], object]
+    caption: str | Callable[[dict], str]  # a callable gets the data (a caption that states a measured range)
+    source: str = "rows"
+
+
+def panel_named(panels: Iterable[Panel], name: str) -> Panel:
+    """The panel called ``name`` in ``panels`` (``KeyError`` naming the known ones)."""
+    panels = list(panels)
+    for p in panels:
+        if p.name == name:
+            return p
+    raise KeyError(f"no panel {name!r}; known: {[p.name for p in panels]}")
+
+
+def draw_panel(panels: Iterable[Panel], name: str, data: dict):
+    """The figure of the saved panel ``name`` drawn from ``data`` exactly as :func:`save_panels` draws it
+    (``None`` where its data is absent): a notebook that shows a figure under a saved name shows this."""
+    use_style()
+    return panel_named(panels, name).draw(data)
+
+
+def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
+                sources: Mapping[str, tuple[Iterable[str], str | Iterable[str]]], notebook: str) -> list[str]:
+    """Draw every panel from ``data``, save it (:func:`save_figure`) with the data files and config(s)
+    of its ``source`` (``sources``: key → (data files, config path or paths)) and return the names saved."""
+    use_style()
+    saved = []
+    for panel in panels:
+        fig = panel.draw(data)
+        if fig is None:
+            continue
+        files, config = sources[panel.source]
+        caption = panel.caption(data) if callable(panel.caption) else panel.caption
+        save_figure(fig, panel.name, scale=scale, caption=caption, data=list(files), config=config, notebook=notebook)
+        plt.close(fig)
+        saved.append(panel.name)
+    return saved
+
+
+def publish(fig, name: str, **kwargs) -> None:
+    """:func:`save_figure`, then show the figure once in a notebook and close it (no stray repr)."""
+    save_figure(fig, name, **kwargs)
+    try:
+        from IPython.display import display
+        from IPython import get_ipython
+        if get_ipython() is not None:
+            display(fig)
+    except ImportError:
+        pass
+    plt.close(fig)
+
+
+def show_saved(names: Iterable[str], scale: str, width: int | None = None) -> None:
+    """Display the PNGs of saved panels in a notebook, each under its caption (no-op outside IPython).
+
+    A panel is shown as large as when drawn inline: its PNG width (px, saved at ``savefig.dpi``) times
+    ``figure.dpi / savefig.dpi``, so a wide multi-panel figure keeps its text legible; a narrower window
+    shrinks it (the page's CSS caps images at 100 % width). ``width`` (px) sets one width for all.
+    """
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, Markdown, display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from PIL import Image as PILImage
+
+    saved_dpi = plt.rcParams["savefig.dpi"]
+    ratio = 1.0 if saved_dpi == "figure" else plt.rcParams["figure.dpi"] / float(saved_dpi)
+    idx = read_index(scale)
+    for n in names:
+        png = figures_dir(scale) / f"{n}.png"
+        with PILImage.open(png) as im:
+            px = im.size[0]
+        caption = idx.get(n, {}).get("caption", "")
+        display(Markdown(f"**{n}** — {caption}"))
+        display(Image(filename=str(png), width=width or round(px * ratio), alt=f"{n}: {caption}"))
