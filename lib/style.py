@@ -36,36 +36,13 @@ from lib.core.jsonfile import read_json, write_json  # noqa: E402
 from lib.core.rows import sha256_of  # noqa: E402
 from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 
-# Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
-# colour blindness; "bright" has 6 hues + grey, "muted" 9.
-TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow": "#CCBB44",
-              "red": "#EE6677", "purple": "#AA3377", "grey": "#BBBBBB"}
-TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
-             "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
-# from Paul Tol's vibrant scheme: arm colours when the bright seven are taken (the society study's designs)
-TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988"}
-REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
+from lib.core.palette import REFERENCE_GREY, TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT  # noqa: E402,F401  (re-exported)
 
-# name -> (colour, marker). Within one experiment every pair differs in colour AND marker.
+# name -> (colour, marker). Within one experiment every pair differs in colour AND marker. The society's arms
+# register their looks from their one table (lib.society.arms, :func:`register_looks`).
 _LOOKS = {
-    # society arms (reference: full)
-    "full": (TOL_BRIGHT["blue"], "o"), "no_grounding": (TOL_BRIGHT["red"], "s"),
-    "no_sex": (TOL_BRIGHT["green"], "^"), "no_diversity": (TOL_BRIGHT["purple"], "D"),
-    "sex_linear": (TOL_BRIGHT["yellow"], "v"),
-    "sex_sum": (TOL_BRIGHT["cyan"], "P"), "sex_ties": (TOL_VIBRANT["orange"], "X"),
-    "full@breeding": (TOL_VIBRANT["teal"], "H"),  # full's re-run beside the breeding arms: not full@e1's look
-    # the society's references and the field's methods on the same founders (muted: not evolving)
+    # the society's references that are not arms
     "base": (REFERENCE_GREY, "_"), "founders (mean)": (TOL_BRIGHT["grey"], "|"),
-    "baseline_soup": (TOL_MUTED["wine"], "h"), "baseline_task_arithmetic": (TOL_MUTED["olive"], "<"),
-    "baseline_ties": (TOL_MUTED["teal"], ">"), "baseline_dare_ties": (TOL_MUTED["sand"], "p"),
-    "baseline_lorahub": (TOL_MUTED["indigo"], "*"), "baseline_multitask": (TOL_MUTED["rose"], "d"),
-    # the society study's designs (lib.society.config.DESIGNS): each its own look, a named variant of full
-    # included (full@matched is a design of its own, not full drawn dashed)
-    "full@matched": (TOL_BRIGHT["green"], "8"), "verified": (TOL_BRIGHT["purple"], "H"),
-    "niche": (TOL_BRIGHT["yellow"], "^"), "inherit_merge": (TOL_VIBRANT["orange"], "D"),
-    "niche_inherit_merge": (TOL_BRIGHT["cyan"], "s"), "niche_verified": (TOL_VIBRANT["magenta"], "v"),
-    "full@inherit1000x1": (TOL_VIBRANT["red"], "8"), "full@seed_budget": (TOL_VIBRANT["teal"], "P"),
-    "lexicase": (TOL_MUTED["cyan"], "X"),
     # tool-mutation arms (reference: sgd)
     "sgd": (REFERENCE_GREY, "o"), "mutate_promote": (TOL_BRIGHT["blue"], "s"),
     "random_promote": (TOL_BRIGHT["red"], "^"),
@@ -78,9 +55,19 @@ _LOOKS = {
     "qd": (TOL_BRIGHT["blue"], "o"), "top_p": (TOL_BRIGHT["red"], "s"),
 }
 _LINESTYLE = {"generic_first_jet": (0, (5, 2)), "full_jacobian": (0, (1, 1.5))}
+
 _FALLBACK = list(TOL_MUTED.values())
 _MARKERS = "osD^vPX*<>hp"
 COLOURS = {k: v[0] for k, v in _LOOKS.items()}
+
+
+def register_looks(looks: dict[str, tuple[str, str]]) -> None:
+    """Add an experiment's ``{name: (colour, marker)}`` to the fixed looks (a name keeps the look it has)."""
+    clash = {k for k in looks if k in _LOOKS and _LOOKS[k] != looks[k]}
+    if clash:
+        raise ValueError(f"looks registered twice with different values: {sorted(clash)}")
+    _LOOKS.update(looks)
+    COLOURS.update({k: v[0] for k, v in looks.items()})
 
 
 def base_arm(name: str) -> str:

@@ -164,18 +164,6 @@ def test_complementary_pairs_invariants(args, n_pairs):
     assert pairs[K:] == pairs[:max(0, n_pairs - K)]  # reused in turn
 
 
-def test_arm_settings_table():
-    assert op.arm_settings("full", 0.5) == {"g": 0.5, "sex": "exact", "diversity": True}
-    assert op.arm_settings("no_grounding", 0.5)["g"] == 0.0
-    assert op.arm_settings("no_sex", 0.5)["sex"] is None
-    assert op.arm_settings("no_diversity", 0.5)["diversity"] is False
-    assert op.arm_settings("sex_linear", 0.5)["sex"] == "linear"
-    with pytest.raises(ValueError, match="known arms are"):
-        op.arm_settings("no_such_arm", 0.5)
-    with pytest.raises(ValueError):
-        op.arm_settings("full", 1.5)
-
-
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 10), st.integers(0, 2**31))
 def test_merge_weights_on_simplex_and_seeded(n, k, seed):

@@ -235,50 +235,6 @@ def complementary_pairs(parents: Sequence[int], dist, n_pairs: int) -> list[tupl
     return [ranked[k % len(ranked)] for k in range(n_pairs)]
 
 
-# arm -> (uses grounding knob g, sex: None | "exact" | "linear" | "sum" | "ties", diversity-preserving selection)
-ARMS = {
-    "full": (True, "exact", True),
-    "no_grounding": (False, "exact", True),
-    "no_sex": (True, None, True),
-    "no_diversity": (True, "exact", False),
-    "sex_linear": (True, "linear", True),
-    # this project's additions: recombination that does not dilute the parents' updates
-    "sex_sum": (True, "sum", True),
-    "sex_ties": (True, "ties", True),
-    # the society study's designs (lib.society.config.DESIGNS: selection, inheritance, budget)
-    "verified": (True, "exact", True),
-    "niche": (True, "exact", True),
-    "inherit_merge": (True, "exact", True),
-    "niche_inherit_merge": (True, "exact", True),
-    "niche_verified": (True, "exact", True),
-    "lexicase": (True, "exact", True),
-}
-V1_ARMS = ("full", "no_grounding", "no_sex", "no_diversity")
-V2_ARMS = V1_ARMS + ("sex_linear",)
-ADDED_ARMS = ("sex_sum", "sex_ties")  # not in the seed: recombination without dilution (lib.society.generation)
-STUDY_ARMS = ("verified", "niche", "inherit_merge", "niche_inherit_merge", "niche_verified",  # the field's designs
-              "lexicase")
-
-
-def arm_settings(arm: str, g: float) -> dict:
-    """The switches of an ablation arm: ``{"g", "sex", "diversity"}``.
-
-    ``g`` is the grounding weight in ``score = g·fitness + (1−g)·conformity`` (0 for
-    ``no_grounding``); ``sex`` is ``None`` (children are copies of selected parents), ``"exact"``
-    (merge = Σ wᵢ·BᵢAᵢ), ``"linear"`` (peft's linear merge of the A and B factors), ``"sum"`` (Σ 2wᵢ·BᵢAᵢ:
-    the weights sum to 2, so the plain candidate is the sum of the updates) or ``"ties"`` (TIES-merging
-    of the updates with weights 2wᵢ); ``diversity``
-    switches quality-diversity selection on (off: top-P). The v1 loop (seed) merges every sexual
-    arm with peft's ``linear`` combination and has no ``sex_linear`` arm.
-    """
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; known arms are {list(ARMS)}")
-    if not 0.0 <= g <= 1.0:
-        raise ValueError(f"g must lie in [0, 1], got {g}")
-    grounded, sex, diversity = ARMS[arm]
-    return {"g": float(g) if grounded else 0.0, "sex": sex, "diversity": diversity}
-
-
 def founder_family(families: Sequence[str], agent: int) -> str:
     """The family founder ``agent`` specialises in: ``families[agent mod F]``."""
     return families[int(agent) % len(families)]

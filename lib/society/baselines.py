@@ -37,7 +37,8 @@ from lib.operators.ops import fitness_of
 from lib.core.tasks import Task
 from lib.society.generation import prompts, test_accuracy
 from lib.engines.merge import full_rank, merge_adapters
-from lib.society.config import BASELINES, Settings
+from lib.society.arms import BASELINE_PREFIX, BASELINES, is_baseline  # noqa: F401  (is_baseline: re-exported)
+from lib.society.config import Settings
 
 TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
@@ -58,11 +59,8 @@ def grid_of(grids: str) -> dict:
     """``{baseline: {key: grid values}}`` of the hyperparameters chosen on val (``grids``: a config's)."""
     ta, ties = GRIDS[grids]
     both = {"density": sorted({d for d, _ in ties}), "lambda": sorted({lam for _, lam in ties})}
-    return {"baseline_task_arithmetic": {"lambda": list(ta)}, "baseline_ties": both, "baseline_dare_ties": both}
-
-
-def is_baseline(arm: str) -> bool:
-    return arm.split("@")[0] in BASELINES
+    return {BASELINE_PREFIX + m: g for m, g in (("task_arithmetic", {"lambda": list(ta)}), ("ties", both),
+                                                 ("dare_ties", both))}
 
 
 def society_val_evals(s: Settings) -> int:
@@ -131,44 +129,78 @@ def lorahub_weights(n: int, budget: int, objective: Callable[[np.ndarray], float
     return best_w, used
 
 
-def run_baseline(method: str, base, founders: Sequence[str], s: Settings, *, val: Sequence[Task], seed: int,
-                 founder_tasks: Sequence[Task], verifier, answer: Callable[[str, Sequence[str]], list[str]],
-                 train: Callable[[Sequence[Task], int], tuple[str, int]]) -> Result:
-    """Build baseline ``method`` from the attached ``founders`` (adapter names); hyperparameters on ``val``.
+@dataclass(frozen=True)
+class Founders:
+    """What a baseline is built from: the attached ``founders`` (adapter names) on ``base``, the run's settings,
+    its ``val`` pool and seed, the union of the founders' training tasks, the verifier, ``answer(adapter,
+    prompts)`` (generates with one adapter) and ``train(tasks, seed) -> (name, steps)`` (trains and attaches a
+    fresh LoRA)."""
 
-    ``answer(adapter, prompts)`` generates with one adapter; ``train(tasks, seed) -> (name, steps)``
-    trains and attaches a fresh LoRA (multitask).
-    """
-    n = len(founders)
+    base: object
+    names: Sequence[str]
+    s: Settings
+    val: Sequence[Task]
+    seed: int
+    tasks: Sequence[Task]
+    verifier: Callable
+    answer: Callable[[str, Sequence[str]], list[str]]
+    train: Callable[[Sequence[Task], int], tuple[str, int]]
 
-    def val_acc(name: str) -> float:
-        return fitness_of(answer(name, prompts(val)), val, s.families, verifier)["overall"]
+    def val_acc(self, name: str) -> float:
+        return fitness_of(self.answer(name, prompts(self.val)), self.val, self.s.families, self.verifier)["overall"]
 
-    if method == "baseline_soup":
-        return Result(merge_adapters(base, founders, [1.0 / n] * n, "soup"), 0, 0, {})
-    ta_lambdas, ties_grid = GRIDS[s.grids]
-    if method == "baseline_task_arithmetic":
-        grid = [{"lambda": lam} for lam in ta_lambdas]
-        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, "ta"), val_acc)
+    def merge(self, weights, name: str, how: str = "exact", **kw) -> str:
+        return merge_adapters(self.base, self.names, list(weights), name, how, **kw)
+
+
+def _soup(f: Founders) -> Result:
+    n = len(f.names)
+    return Result(f.merge([1.0 / n] * n, "soup"), 0, 0, {})
+
+
+def _task_arithmetic(f: Founders) -> Result:
+    n = len(f.names)
+    grid = [{"lambda": lam} for lam in GRIDS[f.s.grids][0]]
+    c, name, scores = choose_on_val(grid, lambda c: f.merge([c["lambda"]] * n, "ta"), f.val_acc)
+    return Result(name, len(scores), 0, c, scores)
+
+
+def _ties_like(how: str) -> Callable[[Founders], Result]:
+    def build(f: Founders) -> Result:
+        n, rank = len(f.names), full_rank(f.base, f.names)
+        grid = [{"density": d, "lambda": lam} for d, lam in GRIDS[f.s.grids][1]]
+        c, name, scores = choose_on_val(grid, lambda c: f.merge([c["lambda"]] * n, how, how, density=c["density"],
+                                                                svd_rank=rank, seed=f.seed), f.val_acc)
         return Result(name, len(scores), 0, c, scores)
-    if method in ("baseline_ties", "baseline_dare_ties"):
-        how = method.removeprefix("baseline_")
-        rank = full_rank(base, founders)
-        grid = [{"density": d, "lambda": lam} for d, lam in ties_grid]
-        c, name, scores = choose_on_val(grid, lambda c: merge_adapters(base, founders, [c["lambda"]] * n, how, how,
-                                                                       density=c["density"], svd_rank=rank, seed=seed),
-                                        val_acc)
-        return Result(name, len(scores), 0, c, scores)
-    if method == "baseline_lorahub":
-        def objective(w: np.ndarray) -> float:
-            return 1.0 - val_acc(merge_adapters(base, founders, w.tolist(), "hub")) + LORAHUB_L1 * float(np.mean(np.abs(w)))
-        w, used = lorahub_weights(n, society_val_evals(s), objective, seed)
-        return Result(merge_adapters(base, founders, w.tolist(), "hub"), used, 0,
-                      {f"w{i}": float(x) for i, x in enumerate(w)})
-    if method == "baseline_multitask":
-        name, steps = train(list(founder_tasks), seed)
-        return Result(name, 0, steps, {})
-    raise ValueError(f"unknown baseline {method!r}; choose from {list(BASELINES)}")
+    return build
+
+
+def _lorahub(f: Founders) -> Result:
+    def objective(w: np.ndarray) -> float:
+        return 1.0 - f.val_acc(f.merge(w.tolist(), "hub")) + LORAHUB_L1 * float(np.mean(np.abs(w)))
+    w, used = lorahub_weights(len(f.names), society_val_evals(f.s), objective, f.seed)
+    return Result(f.merge(w.tolist(), "hub"), used, 0, {f"w{i}": float(x) for i, x in enumerate(w)})
+
+
+def _multitask(f: Founders) -> Result:
+    name, steps = f.train(list(f.tasks), f.seed)
+    return Result(name, 0, steps, {})
+
+
+# each baseline's method (its arm is baseline_<method>, lib.society.arms)
+BUILDERS: dict[str, Callable[[Founders], Result]] = {
+    "soup": _soup, "task_arithmetic": _task_arithmetic, "ties": _ties_like("ties"), "dare_ties": _ties_like("dare_ties"),
+    "lorahub": _lorahub, "multitask": _multitask}
+if {BASELINE_PREFIX + m for m in BUILDERS} != set(BASELINES):
+    raise RuntimeError("lib.society.baselines: every baseline of lib.society.arms needs exactly one builder")
+
+
+def run_baseline(arm: str, founders: Founders) -> Result:
+    """Build baseline ``arm`` from ``founders``; its hyperparameters are chosen on their val pool."""
+    build = BUILDERS.get(arm.removeprefix(BASELINE_PREFIX)) if is_baseline(arm) else None
+    if build is None:
+        raise ValueError(f"unknown baseline {arm!r}; choose from {list(BASELINES)}")
+    return build(founders)
 
 
 def baseline_metrics(result: Result, base_answer: Callable[[str, Sequence[str]], list[str]], *, test: Sequence[Task],

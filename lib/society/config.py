@@ -13,42 +13,21 @@ from pathlib import Path
 from lib.core.config import Field, Frozen, validate
 from lib.core.errors import DataMismatchError, DeviceError
 from lib.core.paths import DATA, REPO_ROOT, runs_dir
-from lib.operators.ops import ADDED_ARMS, STUDY_ARMS, V1_ARMS, V2_ARMS, arm_settings as seed_arm_settings
 from lib.core.tasks import FAMILIES
 
 from lib.engines.lora import ALL_LINEAR, TARGETS
+from lib.society.arms import BASELINES, KIND_ARMS as KINDS, SEED_ARMS, design, switches
 
-KINDS = {"llm_society": V1_ARMS, "llm_society_v2": V2_ARMS + ADDED_ARMS + STUDY_ARMS}
-
-# The society study's designs (this project's additions; every other arm: selection by its diversity
-# switch, distillation at the config's budget). selection: "qd" quality-diversity, "top" top-P,
-# "niche" each family's best on its val first (lib.operators.ops.niche_parents), "lexicase" lexicase
-# selection over the val items (lib.operators.ops.lexicase_parents); inherit:
-# "distill" (the seed: the child learns its source's parsed answers), "verified" (only the answers the
-# verifier accepts: the inheritance channel is grounded too), "merge" (no distillation: the child is the
-# screened merge itself, truncated to rank r by SVD and mutated, lib.engines.merge.inherit_merge);
-# budget "matched": the child trains as long as a founder (n_inherit = spec_train, epochs = spec_epochs).
-DESIGNS = {
-    "verified": {"inherit": "verified", "budget": "matched"},
-    "niche": {"selection": "niche"},
-    "inherit_merge": {"inherit": "merge"},
-    "niche_inherit_merge": {"selection": "niche", "inherit": "merge"},
-    "niche_verified": {"selection": "niche", "inherit": "verified", "budget": "matched"},
-    "lexicase": {"selection": "lexicase"},
-}
 # The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
 # SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
 SEED_BUDGET = {"epochs": 2, "n_candidates": 6}
-# the field's one-shot merges and multitask training on the same founders (lib.society.baselines)
-BASELINES = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties",
-             "baseline_lorahub", "baseline_multitask")
 
 SCHEMA = {
     "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
     "families": Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"),
     "agents": Field(int, 6, min=2, doc="population size N"),
     "generations": Field(int, 8, min=1, doc="generations G"),
-    "arms": Field(list, list(V1_ARMS), item=str, doc="ablation arms"),
+    "arms": Field(list, list(SEED_ARMS), item=str, doc="ablation arms (lib.society.arms)"),
     "g": Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"),
     "lam": Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"),
     "n_test": Field(int, 40, min=1, doc="test tasks per family (reporting only)"),
@@ -170,19 +149,18 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
 
 
 def arm_settings(arm: str, g: float, elitism: int = 0) -> dict:
-    """:func:`lib.operators.ops.arm_settings` for ``arm`` with its modifiers, plus ``elitism``."""
+    """:func:`lib.society.arms.switches` of ``arm`` with its modifiers, plus ``elitism``."""
     p = parse_arm(arm, g, elitism)
-    return {**seed_arm_settings(p["name"], p["g"]), "elitism": p["elitism"]}
+    return {**switches(p["name"], p["g"]), "elitism": p["elitism"]}
 
 
 def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
     """How ``arm`` selects, inherits and how long its children train: ``{"selection", "inherit",
-    "budget"}`` (:data:`DESIGNS`; a budget modifier overrides the arm's). Raises ``ValueError`` for a
-    contradictory combination: a budget for an arm that trains no child."""
+    "budget"}`` (:func:`lib.society.arms.design`; a budget modifier overrides the arm's). Raises ``ValueError``
+    for a contradictory combination: a budget for an arm that trains no child."""
     p = parse_arm(arm, g, elitism)
-    st = seed_arm_settings(p["name"], p["g"])
-    d = {"selection": "qd" if st["diversity"] else "top", "inherit": "distill", "budget": None,
-         **DESIGNS.get(p["name"], {})}
+    st = switches(p["name"], p["g"])
+    d = design(p["name"])
     if p["budget"] is not None:
         if d["inherit"] == "merge":
             raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "

@@ -23,34 +23,24 @@ import re
 import numpy as np
 import pandas as pd
 
-from lib.operators.ops import ARMS, founder_family
+from lib.operators.ops import founder_family
+from lib.society.arms import BESIDE, BREEDING_ARMS, REFERENCE, is_baseline, order
 from lib.core.stats import paired_differences, sign_flip_ci, sign_flip_p, t_ci
 
 RUN = ["arm", "seed", "generation"]
 AGENT = RUN + ["agent"]
 GAP_EACH, GAP_MEAN, SIGNAL_R = 0.10, 0.15, 0.5  # preconditions of issue 10 §1
-BASELINE_PREFIX = "baseline_"
 
 
 def _is_true(s: pd.Series) -> pd.Series:
     return s.astype(str) == "True"
 
 
-def is_baseline(arm: str) -> bool:
-    """A baseline arm (``baseline_<name>``): a single model measured once, with no generations."""
-    return str(arm).startswith(BASELINE_PREFIX)
-
-
 def arms_in(df: pd.DataFrame) -> list[str]:
-    """The arms present in the order of :data:`lib.operators.ops.ARMS` (full, no_grounding, no_sex,
-    no_diversity, sex_linear), other arms after them and baselines last; a variant ``<arm>@<tag>``
+    """The arms present in the arm table's order (:func:`lib.society.arms.order`): full, no_grounding, no_sex,
+    no_diversity, sex_linear, ..., other arms after them and baselines last; a variant ``<arm>@<tag>``
     right after its base arm."""
-    present = list(dict.fromkeys(df["arm"]))
-    bases = list(dict.fromkeys(a.split("@", 1)[0] for a in present))
-    bases = ([b for b in ARMS if b in bases] + [b for b in bases if b not in ARMS and not is_baseline(b)]
-             + [b for b in bases if is_baseline(b)])
-    return [a for b in bases for a in ([b] if b in present else []) + sorted(
-        x for x in present if x.split("@", 1)[0] == b and x != b)]
+    return order(df["arm"])
 
 
 def population_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -133,8 +123,6 @@ def parents_table(df: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- references run beside other arms
 
-BESIDE = "full@breeding"  # the `full` of configs/society_recombination/, run beside its breeding arms
-BREEDING_ARMS = ("no_sex", "sex_linear", "sex_sum", "sex_ties")  # the arms that folder compares with it
 
 
 def own_reference(arm: str, arms) -> str | None:
@@ -152,7 +140,7 @@ def founders_arm(rows: pd.DataFrame) -> str:
     that is not a baseline. Every arm of a seed starts from the same founders (its generation-0
     agents are identical across arms), so one arm counts each founder once."""
     arms = [a for a in dict.fromkeys(rows["arm"]) if not is_baseline(a)]
-    return "full" if "full" in arms else str(arms[0])
+    return REFERENCE if REFERENCE in arms else str(arms[0])
 
 
 def _founder_rows(rows: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from lib.society.arms import NO_GROUNDING, REFERENCE, SEED_V2_ARMS, switches
 from lib.society.diagnostics import (BESIDE, PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
                                     own_reference, parents_table, population_metric)
 from lib.society.results import base_scores
@@ -33,15 +34,18 @@ from lib.core.paths import config_path, data_dir
 from lib.core.rows import progress_path, read_progress, read_shard, shard_keys
 from lib.society import figures_diagnostics as society_diagnostics, figures_results as society_results
 from lib import style
+from lib.society import arms
 from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, interval_bar, mean_curve, paired_difference_panel,
                     panel_grid, repo_path, save_panels, use_style, within_bounds)
+
+style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
 EXPERIMENT = "society"
 SWEEP = "society_g_sweep"
 ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
 RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties and their own full, seeds 0-7
 NOTEBOOK = "03_society_arms.ipynb"
-ARM_ORDER = ["full", "no_grounding", "no_sex", "no_diversity", "sex_linear"]
+ARM_ORDER = list(SEED_V2_ARMS)
 
 
 def _shards(folder: Path) -> list[Path]:
@@ -121,21 +125,20 @@ def _walls(files, beside) -> pd.DataFrame:
 def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
     """The sweep plus, for every knob value it leaves out, the main run's arm that *is* ``full`` at
     that g, on the sweep's seeds, renamed ``full@g<g>``: ``full`` itself (g = the config's g) and
-    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.operators.ops.arm_settings).
+    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.society.arms.switches).
 
     ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
     on its own random stream, so its pairing with the sweep's runs is by seed only. Borrowed rows keep
     the main run's ``experiment``, so a figure can say which points are borrowed.
     configs/society_g_sweep/ relies on this instead of running these points twice.
     """
-    from lib.operators.ops import arm_settings
     g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
     have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
     seeds = sorted(set(sweep["seed"]))
     parts, borrowed = [sweep], []
-    for arm in (REFERENCE, "no_grounding"):
-        st = arm_settings(arm, g)
-        if st != arm_settings(REFERENCE, st["g"]) or st["g"] in have:
+    for arm in (REFERENCE, NO_GROUNDING):
+        st = switches(arm, g)
+        if st != switches(REFERENCE, st["g"]) or st["g"] in have:
             continue
         main = rows[(rows["arm"] == arm) & rows["seed"].isin(seeds)]
         if main.empty:
@@ -166,9 +169,6 @@ def last_generation_table(df: pd.DataFrame, metric: str = "test_overall") -> pd.
     d = population_metric(df, metric)
     last = d.groupby(["arm", "seed"])["generation"].transform("max")
     return d[d["generation"] == last].drop(columns="generation").reset_index(drop=True)
-
-
-REFERENCE = "full"
 
 
 def arm_reference(arm: str, arms) -> str | None:

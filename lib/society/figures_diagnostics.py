@@ -17,11 +17,16 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from lib.society import diagnostics as dg
+from lib.society.arms import REFERENCE
 from matplotlib.lines import Line2D
 
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, mean_ci_table
+from lib import style
+from lib.society import arms
 from lib.style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, finish_panel_grid, interval_bar, mean_curve,
                     paired_difference_panel, panel_grid, use_style, within_bounds)
+
+style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
 
 def _n_text(summ: pd.DataFrame) -> str:
@@ -101,7 +106,7 @@ def draw_founders(df: pd.DataFrame, families):
     a1.set_title(f"(a) generation 0, arm {dg.founders_arm(df)!r}, mean of {n} seed{'s' if n != 1 else ''};"
                  "\nframed: the founder's own family", fontsize=7, loc="left")
     order = fams + ["mean"]
-    st = arm_style("full")
+    st = arm_style(REFERENCE)
     for i, f in enumerate(order):
         d = gaps_pts.loc[gaps_pts["family"] == f, "gap"].to_numpy()
         jit = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(len(d))

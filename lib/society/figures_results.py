@@ -23,19 +23,22 @@ from matplotlib.lines import Line2D
 from lib.society import diagnostics as dg
 from lib.society import results as sr
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
+from lib.society.arms import BASELINE_PREFIX, label
+from lib import style
+from lib.society import arms
 from lib.style import (P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, interval_bar, mean_curve,
                     paired_difference_panel, use_style, wilson_ci, within_bounds)
 
+style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
+
 REFERENCE_LOOK = {"best founder": ("black", "--"), "specialists' mean": ("black", ":"), "base": (REFERENCE_GREY, "-")}
 FAMILY_MARKERS = "os^DvP"
-SHORT = {"baseline_soup": "soup", "baseline_task_arithmetic": "task arith.", "baseline_ties": "TIES",
-         "baseline_dare_ties": "DARE-TIES", "baseline_lorahub": "LoraHub", "baseline_multitask": "multitask"}
 BASELINE_STEP = 0.8  # generations between two baselines' marks right of the last generation
 
 
 def short_name(arm: str) -> str:
     """A baseline's name on an axis: ``baseline_task_arithmetic`` → ``task arith.``."""
-    return SHORT.get(arm, str(arm).removeprefix("baseline_"))
+    return label(arm).removeprefix(BASELINE_PREFIX)
 
 
 def _n_text(summ: pd.DataFrame) -> str:

@@ -24,13 +24,17 @@ import numpy as np
 import pandas as pd
 
 from lib.society import diagnostics as dg
+from lib.society.arms import BASELINE_PREFIX, REFERENCE
 from lib.society.results import last_generation
 from lib.society.study import complete_runs
 from lib.core.config import load_yaml
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import progress_path, read_shard
 from lib import style
+from lib.society import arms
 from lib.style import Panel, arm_style, repo_path, save_panels, use_style
+
+style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
 EXPERIMENT = "society_study"
 NOTEBOOK = "03_society_arms"
@@ -110,7 +114,7 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
             e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
             if not e.empty:
                 ax.scatter([float(e[fam].iloc[0])], [float(e["overall"].iloc[0])], marker="x", s=30,
-                           color=arm_style(b)["color"], zorder=4, label=b.removeprefix("baseline_"))
+                           color=arm_style(b)["color"], zorder=4, label=b.removeprefix(BASELINE_PREFIX))
         if len(founders):
             ax.scatter([float(founders[fam].iloc[0])], [float(founders["overall"].iloc[0])], marker="*", s=80,
                        color="black", zorder=5, label="founders (generation 0)")
@@ -137,8 +141,8 @@ def g_sweep_rows(rows: pd.DataFrame, g: float) -> pd.DataFrame | None:
     knob = rows[rows["arm"].str.match(r"^full@g[0-9.]+$")]
     if knob.empty:
         return None
-    main = rows[(rows["arm"] == "full") & rows["seed"].isin(set(knob["seed"]))]
-    return pd.concat([knob.assign(experiment=SWEEP), main.assign(arm=f"full@g{g:g}")], ignore_index=True)
+    main = rows[(rows["arm"] == REFERENCE) & rows["seed"].isin(set(knob["seed"]))]
+    return pd.concat([knob.assign(experiment=SWEEP), main.assign(arm=f"{REFERENCE}@g{g:g}")], ignore_index=True)
 
 
 def _g_sweep(data):

@@ -231,7 +231,7 @@ def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[s
 
 def inheritance_sizes(cfg: dict) -> set[int]:
     """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it)."""
-    from lib.society.baselines import is_baseline
+    from lib.society.arms import is_baseline
     from lib.society.config import resolve_arm
     cfg = validate_config(cfg)
     return {cfg["n_inherit"]} | {resolve_arm(cfg, a).n_inherit for a in cfg["arms"] if not is_baseline(a)}

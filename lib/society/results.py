@@ -20,9 +20,9 @@ from lib.society.diagnostics import (AGENT, RUN, _founder_family_points, _over_s
                           founders_arm, inheritance_fidelity, is_baseline, own_reference, paired_over_seeds, parents_table,
                           population_metric, recombination_gain, selection_differential)
 from lib.core.stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci, paired_differences
+from lib.society.arms import BEST_MERGE, FIRST_VERDICT, MULTITASK, ONE_SHOT, REFERENCE
 
 REGION = "novel"
-REFERENCE = "full"
 VAL_BEST = " (val-best)"  # the column of an arm's val-selected agent: "full (val-best)"
 FOUNDERS, BASE = "founders (mean)", "base"
 STEPS = ("merge − parents' mean", "merge − best parent", "child − merge")
@@ -276,8 +276,6 @@ def comparison(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) 
 
 # ----------------------------------------------------------------------------- pre-registered comparisons
 
-ONE_SHOT = ("baseline_soup", "baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties", "baseline_lorahub")
-MULTITASK = "baseline_multitask"
 
 
 def best_one_shot(rows: pd.DataFrame) -> tuple[str, pd.Series]:
@@ -303,14 +301,15 @@ def primary_comparisons(rows: pd.DataFrame, families) -> pd.DataFrame:
     wide = scores[scores["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
     merge, _ = best_one_shot(rows)
     out = []
-    for name, other in (("no_grounding", "no_grounding"), ("best one-shot merge", merge), ("multitask", MULTITASK)):
+    for name, other in FIRST_VERDICT:
+        other = merge if other == BEST_MERGE else other
         if REFERENCE not in wide or other not in wide:
             raise ValueError(f"the primary comparison needs rows of {REFERENCE!r} and {other!r}")
         both = wide[[REFERENCE, other]].dropna()
         d = (both[REFERENCE] - both[other]).to_numpy()
         t = paired_permutation_test(both[REFERENCE].to_numpy(), both[other].to_numpy())
         lo, hi = sign_flip_ci(d)
-        out.append({"comparison": f"full − {name}", "other": other, "n": len(d), "full": both[REFERENCE].mean(),
+        out.append({"comparison": f"full − {name}", "other": other, "n": len(d), REFERENCE: both[REFERENCE].mean(),
                     "other_acc": both[other].mean(), "diff": float(d.mean()), "lo": lo, "hi": hi, "p": t["p"]})
     table = pd.DataFrame(out)
     table["p_holm"] = holm(table["p"].to_numpy())

@@ -41,7 +41,8 @@ from lib.society import generation as step
 from lib.engines.agents import make_agents
 from lib.society.founders import ensure_founders
 from lib.society.generation import Child, Evaluation, Selection, Verifier
-from lib.society.baselines import baseline_metrics, is_baseline, run_baseline
+from lib.society.arms import MULTITASK, is_baseline
+from lib.society.baselines import Founders, baseline_metrics, run_baseline
 from lib.engines.generate import generate
 from lib.engines.batched import Job, check_trainer, train_loras
 from lib.engines.lora import copy_adapter, load_adapter, remove_all
@@ -273,11 +274,11 @@ def run_baseline_shard(base, cfg: dict | RunConfig, arm: str, seed: int, *, fold
     union = [x for i in range(s.agents)
              for x in founder_tasks(s, founder_family(s.families, i), founder_seed(seed, i))]
     with clock("baseline"):
-        res = run_baseline(arm, base, names, s, val=p.val, seed=seed, founder_tasks=union, verifier=verifier,
-                           answer=answer, train=lambda tasks, _: train(tasks, child_seed(seed, arm, 0, 0)))
+        res = run_baseline(arm, Founders(base, names, s, val=p.val, seed=seed, tasks=union, verifier=verifier,
+                                         answer=answer, train=lambda tasks, _: train(tasks, child_seed(seed, arm, 0, 0))))
         metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=s, verifier=verifier, selection=p.selection)
     remove_all(base)
-    founders_steps = 0 if arm == "baseline_multitask" else s.agents * lora_steps(s.spec_train, s.spec_epochs, s.batch_size)
+    founders_steps = 0 if arm == MULTITASK else s.agents * lora_steps(s.spec_train, s.spec_epochs, s.batch_size)
     cost = {"train_steps": founders_steps + res.train_steps, "val_evals": res.val_evals}
     rows = RowWriter(s.experiment, arm, seed)
     t = s.generations - 1

@@ -13,66 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lib.society.diagnostics import agents_wide, is_baseline
-from lib.society.results import ONE_SHOT, last_generation
+from lib.society.arms import (ADDED_AFTER_PREREGISTRATION, BEST_ARM, BEST_MERGE, LEXICASE, ONE_SHOT, REFERENCE, STUDY_PRIMARY,  # noqa: F401
+                              STUDY_SECONDARY, borrows, is_baseline, is_primary_arm)
+from lib.society.diagnostics import agents_wide
+from lib.society.results import last_generation
 from lib.core.stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci
 
-# (label, arm a, arm b): a − b; "best society arm" / "best one-shot merge" are chosen on the selection pool
-PRIMARY = (
-    ("best society arm − best one-shot merge", "best society arm", "best one-shot merge"),
-    ("full@matched − full", "full@matched", "full"),
-    ("verified − full@matched", "verified", "full@matched"),
-    ("niche − full", "niche", "full"),
-    ("inherit_merge − full", "inherit_merge", "full"),
-    ("full − no_grounding", "full", "no_grounding"),
-)
-# arms added to the config after the pre-registration (each before any run of it): secondary, and never a
-# candidate for the pre-registered "best society arm" (adding an arm must not change comparison 1)
-ADDED_AFTER_PREREGISTRATION = ("full@seed_budget",)
-# (arm a, arm b, what a − b isolates): the secondary comparisons, each one switch between two arms;
-# reported with their raw p (uncorrected) and counted (:func:`secondary_table`)
-SECONDARY = (
-    ("verified@g0", "verified", "grounded selection and screening, with verified inheritance (g 0 vs 0.5)"),
-    ("niche_verified", "verified", "a niche per family, with verified inheritance"),
-    ("niche_inherit_merge", "inherit_merge", "a niche per family, with parameter inheritance"),
-    ("niche_inherit_merge", "niche", "parameter inheritance instead of distillation, with niches"),
-    ("full@inherit1000x1", "full", "1000 inherited answers instead of 240 (1 epoch)"),
-    ("full@matched", "full@inherit1000x1", "3 epochs over the 1000 answers instead of 1"),
-    ("full@e1", "full", "one elite copied unchanged (S3g)"),
-    ("no_grounding@e1", "no_grounding", "one elite copied unchanged, without grounding (S3g)"),
-    ("full@g0", "full", "the grounding knob g = 0 against 0.5 (S3b)"),
-    ("full@g0.25", "full", "g = 0.25 against 0.5 (S3b)"),
-    ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
-    ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
-    ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
-)
-# configs/society_lexicase/ (added after the study's data; secondary, raw p): lexicase beside its own full and
-# niche, on one machine and its own founders; niche − full there replicates comparison 4 on another CPU
-LEXICASE = (
-    ("lexicase", "full", "lexicase over the val items instead of quality-diversity on the score"),
-    ("lexicase", "niche", "lexicase over the val items instead of a niche per family"),
-    ("niche", "full", "a niche per family (the study's comparison 4, replicated in this folder)"),
-)
-# what each arm borrows from the field (README and figures)
-BORROWS = {
-    "full": "the seed's loop (distillation of 240 answers x 1 epoch)",
-    "no_grounding": "the seed's ablation (g = 0)",
-    "full@matched": "distillation at a founder's budget",
-    "full@inherit1000x1": "distillation of 1000 answers x 1 epoch",
-    "full@seed_budget": "the seed's own child budget (6 merges screened, 2 epochs)",
-    "verified": "STaR / verified synthetic data (Feng et al. 2024)",
-    "verified@g0": "verified inheritance, selection ungrounded",
-    "niche": "MAP-Elites / CycleQD / lexicase: a niche per family",
-    "inherit_merge": "GENOME / evolutionary merging: parameters, not answers",
-    "niche_inherit_merge": "CycleQD-like: niches + parameter inheritance",
-    "niche_verified": "niches + verified inheritance",
-    "lexicase": "lexicase selection (Helmuth, Pantridge & Spector 2020) over the val items",
-}
-
-
-def is_primary_arm(arm: str) -> bool:
-    """An arm of the six primary comparisons (:data:`PRIMARY`) or a baseline; the others are secondary."""
-    return is_baseline(arm) or any(arm in (a, b) for _, a, b in PRIMARY)
+PRIMARY, SECONDARY = STUDY_PRIMARY, STUDY_SECONDARY  # the comparisons, declared with the arms (lib.society.arms)
 
 
 def complete_runs(rows: pd.DataFrame, generations: int) -> pd.DataFrame:
@@ -162,8 +109,8 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
         best_arm = best_merge = None
     out = []
     for label, a, b in PRIMARY:
-        a = best_arm if a == "best society arm" else a
-        b = best_merge if b == "best one-shot merge" else b
+        a = best_arm if a == BEST_ARM else a
+        b = best_merge if b == BEST_MERGE else b
         r = paired(pop.get(a, NO_ARM), pop.get(b, NO_ARM))
         out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
@@ -224,10 +171,10 @@ def arm_table(rows: pd.DataFrame) -> pd.DataFrame:
     for a in pop:
         v = pop[a].dropna()
         m, lo, hi = bounded_t_ci(v) if len(v) else (np.nan, np.nan, np.nan)
-        r = paired(pop[a], pop["full"]) if "full" in pop and a != "full" else {"diff": np.nan, "p": np.nan}
+        r = paired(pop[a], pop[REFERENCE]) if REFERENCE in pop and a != REFERENCE else {"diff": np.nan, "p": np.nan}
         out.append({"arm": a, "n": len(v), "test": m, "lo": lo, "hi": hi,
                     "select": float(sel[a].mean()) if a in sel else np.nan,
-                    "vs_full": r["diff"], "p_vs_full": r["p"], "borrows": BORROWS.get(a, "")})
+                    "vs_full": r["diff"], "p_vs_full": r["p"], "borrows": borrows(a)})
     return pd.DataFrame(out)
 
 

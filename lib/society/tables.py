@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from lib.society.arms import NO_GROUNDING, REFERENCE, SEED_BUDGET_ARM
 from lib.core.paths import data_dir
 from lib.society import run as society
 from lib.society.data import config_of, rows_of
@@ -155,7 +156,7 @@ def study_lexicase_beside(scale: str) -> str:
         return "no data yet"
     r = full_reproduction(study, mine)
     fa, fb = founders_of(mine), founders_of(study)
-    same_founders = sum(int(fa.get(("full", s)) == fb.get(("full", s))) for s in r["seeds"])
+    same_founders = sum(int(fa.get((REFERENCE, s)) == fb.get((REFERENCE, s))) for s in r["seeds"])
     return (f"{r['same']} of {r['n']} seeds give the study's rows, and {same_founders} of {r['n']} "
             f"start from the study's founders")
 
@@ -204,11 +205,11 @@ def society_primary(scale: str) -> str:
              f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
     sc = method_scores(rows, cfg["families"])
     wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
-    d = (wide["full"] - wide["no_grounding"]).dropna()
+    d = (wide[REFERENCE] - wide[NO_GROUNDING]).dropna()
     worst = d.abs().idxmax()
     rest = d.drop(worst)
     lo, hi = sign_flip_ci(rest.to_numpy())
-    p = paired_permutation_test(wide.loc[rest.index, "full"].to_numpy(), wide.loc[rest.index, "no_grounding"].to_numpy())["p"]
+    p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
     lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
                  f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
     return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
@@ -241,9 +242,9 @@ def study_grounding_one_seed(scale: str) -> str:
     if rows is None:
         return "no data yet"
     pop = population_scores(rows)
-    if "full" not in pop or "no_grounding" not in pop:
+    if REFERENCE not in pop or NO_GROUNDING not in pop:
         return "no data yet"
-    r = without_most_extreme(pop["full"], pop["no_grounding"])
+    r = without_most_extreme(pop[REFERENCE], pop[NO_GROUNDING])
     if r["seed"] is None:
         return "fewer than 3 seeds"
     return (f"without seed {r['seed']} (its difference {signed(r['its_diff'])}, the largest), "
@@ -267,13 +268,13 @@ def study_seed_budget_beside(scale: str) -> str:
     pool), paired by seed, with the seeds whose founders differ (:func:`seeds_on_other_founders`)."""
     from lib.society.study import founders_of, paired, population_scores, seeds_on_other_founders
     rows, beside = study_rows(scale), rows_of("society_recombination", scale)
-    if rows is None or beside is None or "full@seed_budget" not in set(rows["arm"]):
+    arm, ref = SEED_BUDGET_ARM, f"{REFERENCE} (beside)"
+    if rows is None or beside is None or arm not in set(rows["arm"]):
         return "no data yet"
-    both = pd.concat([rows[rows["arm"] == "full@seed_budget"],
-                      beside[beside["arm"] == "full"].assign(arm="full (beside)")], ignore_index=True)
+    both = pd.concat([rows[rows["arm"] == arm], beside[beside["arm"] == REFERENCE].assign(arm=ref)], ignore_index=True)
     pop = population_scores(both)
-    r = paired(pop["full@seed_budget"], pop["full (beside)"])
-    other = seeds_on_other_founders(founders_of(both), "full@seed_budget", "full (beside)", r["seeds"])
+    r = paired(pop[arm], pop[ref])
+    other = seeds_on_other_founders(founders_of(both), arm, ref, r["seeds"])
     test = (f"{ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds" if r["n"] >= 2 else
             "over one seed (no interval, no test)")
     return f"{signed(r['diff'])} {test} ({other} of them on other founders)"

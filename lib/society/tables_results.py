@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from lib.society.arms import NO_GROUNDING, REFERENCE, what
 from lib.core.paths import data_dir
 from lib.society.data import config_of as _config, rows_of as _rows
 from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
@@ -22,11 +23,6 @@ from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 MAIN, RECOMBINATION = "society", "society_recombination"
 SECONDARY = ("society_study", "society_elitism", "society_g_sweep")  # configs that hold S3g / S3b arms
 SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms are followed on
-RECOMBINATION_WHAT = {"full": "the exact merge; the reference, run beside them",
-                      "no_sex": "children distilled from copies",
-                      "sex_linear": "peft's linear merge of the factors",
-                      "sex_sum": "the parents' updates added; this project's",
-                      "sex_ties": "TIES of the updates, weights 2w; this project's"}
 
 
 # ----------------------------------------------------------------------------- data (read once per scale)
@@ -42,7 +38,7 @@ def _walls(scale: str) -> pd.DataFrame:
 def _breeding_rows(scale: str) -> pd.DataFrame | None:
     """The recombination arms with the ``full`` run beside them in their own folder, on the same seeds, at
     the same commit (``None`` without them, or when the folder holds no ``full``: an older layout)."""
-    if _rows(MAIN, scale) is None or (more := _rows(RECOMBINATION, scale)) is None or "full" not in set(more["arm"]):
+    if _rows(MAIN, scale) is None or (more := _rows(RECOMBINATION, scale)) is None or REFERENCE not in set(more["arm"]):
         return None
     return more
 
@@ -213,8 +209,8 @@ def skill_loss_table(scale: str) -> str:
     (:func:`lib.society.results.first_generation_loss`)."""
     from lib.society.results import STEPS
     levels, steps = _loss(scale)
-    levels = levels[levels["arm"] == "full"].set_index("family")
-    steps = steps[steps["arm"] == "full"].set_index(["family", "step"])
+    levels = levels[levels["arm"] == REFERENCE].set_index("family")
+    steps = steps[steps["arm"] == REFERENCE].set_index(["family", "step"])
     lines = []
     for f in [*_families(scale), *(x for x in levels.index if x not in _families(scale))]:
         if f not in levels.index:
@@ -261,9 +257,9 @@ def recombination_table(scale: str) -> str:
     lines = []
     for arm in [a for a in op.index if a in t.index]:
         r = t.loc[arm]
-        vs = "—" if arm == "full" else f"{_diff(r['mean'], r.lo, r.hi)}" + (" (null)" if num(r.p) >= 0.05 else "")
-        lines.append(f"| `{arm}` ({RECOMBINATION_WHAT.get(arm, '')}) | {int(r.n)} | {_acc(r.accuracy, r.acc_lo, r.acc_hi)} | {vs} | "
-                     f"{'—' if arm == 'full' else p_text(r.p)} | {_t_diff(*op.loc[arm, ['gain', 'gain_lo', 'gain_hi']])} |")
+        vs = "—" if arm == REFERENCE else f"{_diff(r['mean'], r.lo, r.hi)}" + (" (null)" if num(r.p) >= 0.05 else "")
+        lines.append(f"| `{arm}` ({what(arm)}) | {int(r.n)} | {_acc(r.accuracy, r.acc_lo, r.acc_hi)} | {vs} | "
+                     f"{'—' if arm == REFERENCE else p_text(r.p)} | {_t_diff(*op.loc[arm, ['gain', 'gain_lo', 'gain_hi']])} |")
     return markdown(["arm", "seeds", "test, last generation [95 % CI (t, within [0, 1])]", "− `full` [95 % CI (sign-flip)]", "p",
                      "screened merge − its parents' mean, val [95 % CI (t)]"], lines)
 
@@ -281,7 +277,7 @@ def recombination_skill_table(scale: str) -> str:
                      "last generation", "agents above the base on ≥ 1 family, last generation (mean)"], lines)
 
 
-_SECONDARY = re.compile(r"^(full|no_grounding)@(e\d+|g[0-9.]+)$")  # S3g: @e<k>; S3b: full@g<g>
+_SECONDARY = re.compile(rf"^({REFERENCE}|{NO_GROUNDING})@(e\d+|g[0-9.]+)$")  # S3g: @e<k>; S3b: full@g<g>
 
 
 def secondary_table(scale: str) -> str:
@@ -347,27 +343,27 @@ def _build_pool(scale: str) -> str:
 
 
 def _grounding(scale: str) -> str:
-    return signed(_primary(scale).loc["no_grounding", "diff"])
+    return signed(_primary(scale).loc[NO_GROUNDING, "diff"])
 
 
 def _grounding_holm(scale: str) -> str:
-    return p_text(_primary(scale).loc["no_grounding", "p_holm"])
+    return p_text(_primary(scale).loc[NO_GROUNDING, "p_holm"])
 
 
 def _consensus(scale: str) -> str:
     from lib.society.results import population_difference
-    d = population_difference(_rows(MAIN, scale), "consensus_acc", "full", "no_grounding")
+    d = population_difference(_rows(MAIN, scale), "consensus_acc", REFERENCE, NO_GROUNDING)
     return f"{_diff(d['mean'], d['lo'], d['hi'])}, p = {p_text(d['p'])}"
 
 
 def _bred_generations(scale: str) -> str:
     rows = _rows(MAIN, scale)
-    return str(int(rows.loc[rows["arm"] == "full", "generation"].max()))
+    return str(int(rows.loc[rows["arm"] == REFERENCE, "generation"].max()))
 
 
 def _lists_merge(scale: str) -> str:
     levels, _ = _loss(scale)
-    x = levels.loc[(levels["arm"] == "full") & (levels["family"] == SKILL_FAMILY), "merge"]
+    x = levels.loc[(levels["arm"] == REFERENCE) & (levels["family"] == SKILL_FAMILY), "merge"]
     return _share(x.iloc[0]) if len(x) else "—"
 
 
@@ -380,7 +376,7 @@ def _floor_p(scale: str) -> str:
 def _recombination_max(column: str):
     def value(scale: str) -> str:
         t = _breeding(scale)
-        return fmt(t.drop(index="full", errors="ignore")[column].max())
+        return fmt(t.drop(index=REFERENCE, errors="ignore")[column].max())
     return value
 
 
@@ -394,7 +390,7 @@ def _child_training_ratio(scale: str) -> str:
 def _study_grounding_seeds(scale: str) -> str:
     from lib.society.config import arm_seeds
     c = _config("society_study", scale)
-    return "—" if c is None else str(len(arm_seeds(c, "no_grounding")))
+    return "—" if c is None else str(len(arm_seeds(c, NO_GROUNDING)))
 
 
 def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
@@ -404,10 +400,10 @@ def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
     rest, of the ``n`` ``seeds``."""
     keys = ["generation", "agent", "metric"]
     same, gen0, other, rows0 = 0, 0, 0, 0
-    seeds = sorted(set(own.loc[own["arm"] == "full", "seed"]))
+    seeds = sorted(set(own.loc[own["arm"] == REFERENCE, "seed"]))
     for seed in seeds:
-        a = ref[(ref["arm"] == "full") & (ref["seed"] == seed)]
-        b = own[(own["arm"] == "full") & (own["seed"] == seed)]
+        a = ref[(ref["arm"] == REFERENCE) & (ref["seed"] == seed)]
+        b = own[(own["arm"] == REFERENCE) & (own["seed"] == seed)]
         m = a.merge(b, on=keys, suffixes=("_a", "_b"))
         off = ~np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
         if len(m) != len(a) or len(m) != len(b) or (off & (m["generation"] > 0).to_numpy()).any():

@@ -1,0 +1,11 @@
+"""The colours every figure draws with (no matplotlib here: the arm table reads them without drawing)."""
+
+# Paul Tol's qualitative schemes (https://personal.sron.nl/~pault/): distinct for the common forms of
+# colour blindness; "bright" has 6 hues + grey, "muted" 9.
+TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow": "#CCBB44",
+              "red": "#EE6677", "purple": "#AA3377", "grey": "#BBBBBB"}
+TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
+             "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
+# from Paul Tol's vibrant scheme: arm colours when the bright seven are taken (the society study's designs)
+TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988"}
+REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines

@@ -1,0 +1,263 @@
+"""Every arm of the society, declared once: :data:`ARMS`.
+
+An arm is named as configs and rows name it: a *base arm* (``full``, ``verified``, ``baseline_ties``) or a
+*named variant* ``<arm>@<modifiers>`` (``full@matched``, ``full@breeding``) with a role or look of its own.
+Any other variant (``full@g0.25``, ``no_grounding@e1``) is its base arm with the modifiers that
+:func:`lib.society.config.parse_arm` reads, drawn in its base's look as a variant. Each record says
+
+- what the arm switches (base arms): grounding (``g`` used, else 0), the merge that recombines two parents
+  (``None``: children are copies), quality-diversity selection (else top-P), the selection scheme,
+  what a child inherits, and its training budget;
+- its ``role`` in the study that pre-registered it (:data:`ROLES`) and whether it was added after that
+  pre-registration (never a candidate for the study's "best society arm");
+- what it changes against ``full`` and which design of the field it borrows (the README's tables);
+- its look (colour, marker, label; Paul Tol's colour-blind-safe schemes).
+
+Everything else is derived from this table: the config check (:func:`lib.society.config.validate_config`),
+the run, the tables, the figures and the study's comparisons (:data:`STUDY_PRIMARY` ... below, the only
+other place arm names are written). Adding an arm is one entry here plus its code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lib.core.palette import TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT
+
+ROLES = ("reference", "primary", "secondary", "baseline")
+SELECTIONS = ("qd", "top", "niche", "lexicase")  # lib.society.generation.select
+INHERITS = ("distill", "verified", "merge")       # lib.society.generation.reproduce / lib.engines.merge.inherit_merge
+MERGE_KINDS = ("exact", "linear", "sum", "ties")  # lib.society.generation.MERGES
+
+
+@dataclass(frozen=True)
+class Look:
+    """How figures draw an arm: a colour, a marker and a legend label (``None``: the arm's name)."""
+
+    colour: str
+    marker: str
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm (see the module's docstring). The switches are read for base arms only; a named variant takes
+    its base arm's switches and its own modifiers."""
+
+    name: str
+    role: str
+    what: str = ""                 # what changes against full (tables)
+    borrows: str = ""              # the field's design it borrows, and from whom (tables)
+    look: Look | None = None       # None: its base arm's look, drawn as a variant (dashed, hollow)
+    grounded: bool = True          # score = g·fitness + (1−g)·conformity with the config's g; else g = 0
+    merge: str | None = "exact"    # MERGE_KINDS, or None: children are copies of one parent
+    diversity: bool = True         # quality-diversity selection (else top-P)
+    selection: str | None = None   # SELECTIONS; None: "qd" with diversity, else "top"
+    inherit: str = "distill"       # INHERITS
+    budget: str | None = None      # "matched": a child trains as long as a founder
+    seed_arm: bool = False         # one of the seed's v1 arms (kind llm_society accepts only these)
+    added: bool = False            # added after its study's pre-registration (secondary, never "best")
+    one_shot: bool = False         # a baseline that is a one-shot merge of the founders (not trained)
+
+    @property
+    def base(self) -> str:
+        return self.name.split("@", 1)[0]
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.role == "baseline"
+
+
+B, M, V = TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT
+ARMS: tuple[ArmSpec, ...] = (
+    # the seed's arms (002: v1 full, no_grounding, no_sex, no_diversity; v2 adds sex_linear)
+    ArmSpec("full", "reference", "the exact merge; the reference, run beside them",
+            "the seed's loop (distillation of 240 answers x 1 epoch)", Look(B["blue"], "o"), seed_arm=True),
+    ArmSpec("no_grounding", "primary", "selection by conformity only (g = 0)", "the seed's ablation (g = 0)",
+            Look(B["red"], "s"), grounded=False, seed_arm=True),
+    ArmSpec("no_sex", "secondary", "children distilled from copies", "", Look(B["green"], "^"), merge=None,
+            seed_arm=True),
+    ArmSpec("no_diversity", "secondary", "top-P selection", "", Look(B["purple"], "D"), diversity=False,
+            seed_arm=True),
+    ArmSpec("sex_linear", "secondary", "peft's linear merge of the factors", "", Look(B["yellow"], "v"),
+            merge="linear"),
+    # this project's recombination without dilution (configs/society_recombination/)
+    ArmSpec("sex_sum", "secondary", "the parents' updates added; this project's", "", Look(B["cyan"], "P"),
+            merge="sum"),
+    ArmSpec("sex_ties", "secondary", "TIES of the updates, weights 2w; this project's", "",
+            Look(V["orange"], "X"), merge="ties"),
+    # the society study's designs (configs/society_study/)
+    ArmSpec("verified", "primary", "a child trains only on its source's answers the verifier accepts, at a "
+            "founder's budget", "STaR / verified synthetic data (Feng et al. 2024)", Look(B["purple"], "H"),
+            inherit="verified", budget="matched"),
+    ArmSpec("niche", "primary", "each family's best agent on that family's val is a parent",
+            "MAP-Elites / CycleQD / lexicase: a niche per family", Look(B["yellow"], "^"), selection="niche"),
+    ArmSpec("inherit_merge", "primary", "the child is the screened merge, truncated to rank r and mutated",
+            "GENOME / evolutionary merging: parameters, not answers", Look(V["orange"], "D"), inherit="merge"),
+    ArmSpec("niche_inherit_merge", "secondary", "niches and parameter inheritance",
+            "CycleQD-like: niches + parameter inheritance", Look(B["cyan"], "s"), selection="niche",
+            inherit="merge"),
+    ArmSpec("niche_verified", "secondary", "niches and verified inheritance", "niches + verified inheritance",
+            Look(V["magenta"], "v"), selection="niche", inherit="verified", budget="matched"),
+    ArmSpec("lexicase", "secondary", "lexicase selection over the val items",
+            "lexicase selection (Helmuth, Pantridge & Spector 2020) over the val items", Look(M["cyan"], "X"),
+            selection="lexicase", added=True),
+    # named variants with a role or look of their own
+    ArmSpec("full@matched", "primary", "each child trains as long as a founder",
+            "distillation at a founder's budget", Look(B["green"], "8")),
+    ArmSpec("full@inherit1000x1", "secondary", "1000 inherited answers x 1 epoch",
+            "distillation of 1000 answers x 1 epoch", Look(V["red"], "8")),
+    ArmSpec("full@seed_budget", "secondary", "the seed's own child budget",
+            "the seed's own child budget (6 merges screened, 2 epochs)", Look(V["teal"], "P"), added=True),
+    ArmSpec("full@breeding", "reference", "the exact merge; the reference, run beside them",
+            "full, run beside the breeding arms in their folder", Look(V["teal"], "H")),
+    ArmSpec("verified@g0", "secondary", "verified inheritance, selection ungrounded",
+            "verified inheritance, selection ungrounded"),
+    # the field's one-shot merges and multitask training on the same founders (lib.society.baselines)
+    ArmSpec("baseline_soup", "baseline", look=Look(M["wine"], "h", "soup"), one_shot=True),
+    ArmSpec("baseline_task_arithmetic", "baseline", look=Look(M["olive"], "<", "task arith."), one_shot=True),
+    ArmSpec("baseline_ties", "baseline", look=Look(M["teal"], ">", "TIES"), one_shot=True),
+    ArmSpec("baseline_dare_ties", "baseline", look=Look(M["sand"], "p", "DARE-TIES"), one_shot=True),
+    ArmSpec("baseline_lorahub", "baseline", look=Look(M["indigo"], "*", "LoraHub"), one_shot=True),
+    ArmSpec("baseline_multitask", "baseline", look=Look(M["rose"], "d", "multitask")),
+)
+del B, M, V
+SPECS: dict[str, ArmSpec] = {a.name: a for a in ARMS}
+if len(SPECS) != len(ARMS):
+    raise RuntimeError("lib.society.arms: an arm is declared twice")
+
+# ----------------------------------------------------------------------------- derived names
+
+REFERENCE = next(a.name for a in ARMS if a.role == "reference" and "@" not in a.name)  # "full"
+BASE_ARMS = tuple(a.name for a in ARMS if "@" not in a.name and not a.is_baseline)    # runnable evolving arms
+SEED_ARMS = tuple(a.name for a in ARMS if a.seed_arm)                                 # v1: the seed's four
+BASELINES = tuple(a.name for a in ARMS if a.is_baseline)
+ONE_SHOT = tuple(a.name for a in ARMS if a.one_shot)
+MULTITASK = next(a for a in BASELINES if a not in ONE_SHOT)
+ADDED_AFTER_PREREGISTRATION = tuple(a.name for a in ARMS if a.added and "@" in a.name)
+ADDED_ARMS = tuple(a.name for a in ARMS if a.added)
+# the recombination folder's own full, read as full@breeding beside the arms that breed differently
+BESIDE = next(a.name for a in ARMS if a.role == "reference" and "@" in a.name)
+BREEDING_ARMS = tuple(a.name for a in ARMS if a.base == a.name and a.merge != "exact" and a.grounded
+                      and a.diversity and not a.is_baseline)
+SEED_V2_ARMS = SEED_ARMS + ("sex_linear",)  # the arms the seed's v2 loop runs (Fig. 3a's order)
+KIND_ARMS = {"llm_society": SEED_ARMS, "llm_society_v2": BASE_ARMS}
+NO_GROUNDING = "no_grounding"          # the seed's ablation of grounding (g = 0)
+SEED_BUDGET_ARM = "full@seed_budget"   # full at the seed's own child budget
+BASELINE_PREFIX = "baseline_"
+if not {NO_GROUNDING, SEED_BUDGET_ARM} <= set(SPECS):
+    raise RuntimeError("lib.society.arms: a named arm is missing from ARMS")
+if not all(a.startswith(BASELINE_PREFIX) for a in BASELINES):
+    raise RuntimeError(f"lib.society.arms: every baseline is named {BASELINE_PREFIX}<method>")
+
+
+def spec(name: str) -> ArmSpec | None:
+    """The record of ``name``: its own, else its base arm's (``full@g0.25`` → ``full``), else ``None``."""
+    name = str(name)
+    return SPECS.get(name) or SPECS.get(name.split("@", 1)[0])
+
+
+def is_baseline(arm: str) -> bool:
+    """A baseline (``baseline_<method>``): one model measured once on a seed's founders, no generations."""
+    return str(arm).startswith(BASELINE_PREFIX)
+
+
+def is_primary_arm(arm: str) -> bool:
+    """An arm of the study's primary comparisons (:data:`STUDY_PRIMARY`) or a baseline; the others are secondary."""
+    return is_baseline(arm) or any(arm in (a, b) for _, a, b in STUDY_PRIMARY)
+
+
+def label(arm: str) -> str:
+    """The legend label of ``arm``: its look's label, else its name."""
+    a = SPECS.get(str(arm))
+    return a.look.label if a is not None and a.look is not None and a.look.label else str(arm)
+
+
+def borrows(arm: str) -> str:
+    """What ``arm`` borrows from the field (``""`` for an unnamed variant or a baseline)."""
+    a = SPECS.get(str(arm))
+    return a.borrows if a is not None else ""
+
+
+def what(arm: str) -> str:
+    """What ``arm`` changes against ``full`` (its own record only)."""
+    a = SPECS.get(str(arm))
+    return a.what if a is not None else ""
+
+
+def switches(arm: str, g: float) -> dict:
+    """The switches of base arm ``arm``: ``{"g", "sex", "diversity"}`` (``g`` 0 for an ungrounded arm).
+
+    ``g`` is the grounding weight in ``score = g·fitness + (1−g)·conformity``; ``sex`` is ``None``
+    (children are copies of selected parents), ``"exact"`` (merge = Σ wᵢ·BᵢAᵢ), ``"linear"`` (peft's
+    linear merge of the A and B factors), ``"sum"`` (Σ 2wᵢ·BᵢAᵢ) or ``"ties"`` (TIES of the updates with
+    weights 2wᵢ); ``diversity`` switches quality-diversity selection on (off: top-P). Raises ``ValueError``
+    naming the known arms for any other name.
+    """
+    a = SPECS.get(arm)
+    if a is None or "@" in arm or a.is_baseline:
+        raise ValueError(f"unknown arm {arm!r}; known arms are {list(BASE_ARMS)}")
+    if not 0.0 <= g <= 1.0:
+        raise ValueError(f"g must lie in [0, 1], got {g}")
+    return {"g": float(g) if a.grounded else 0.0, "sex": a.merge, "diversity": a.diversity}
+
+
+def design(arm: str) -> dict:
+    """How base arm ``arm`` selects, inherits and budgets its children: ``{"selection", "inherit", "budget"}``."""
+    a = SPECS[arm]
+    return {"selection": a.selection or ("qd" if a.diversity else "top"), "inherit": a.inherit, "budget": a.budget}
+
+
+def order(arms) -> list[str]:
+    """``arms`` in the table's order of their base arms, other arms after them and baselines last; a
+    variant ``<arm>@<tag>`` right after its base arm (variants sorted by name)."""
+    present = list(dict.fromkeys(arms))
+    bases = list(dict.fromkeys(a.split("@", 1)[0] for a in present))
+    bases = ([b for b in BASE_ARMS if b in bases] + [b for b in bases if b not in BASE_ARMS and not is_baseline(b)]
+             + [b for b in bases if is_baseline(b)])
+    return [a for b in bases for a in ([b] if b in present else []) + sorted(
+        x for x in present if x.split("@", 1)[0] == b and x != b)]
+
+
+# ----------------------------------------------------------------------------- the studies' comparisons
+
+# The society study (configs/society_study/, pre-registered): (label, arm a, arm b), a − b; "best society arm"
+# and "best one-shot merge" are chosen on the selection pool. Holm's correction over the six.
+BEST_ARM, BEST_MERGE = "best society arm", "best one-shot merge"
+STUDY_PRIMARY = (
+    (f"{BEST_ARM} − {BEST_MERGE}", BEST_ARM, BEST_MERGE),
+    ("full@matched − full", "full@matched", "full"),
+    ("verified − full@matched", "verified", "full@matched"),
+    ("niche − full", "niche", "full"),
+    ("inherit_merge − full", "inherit_merge", "full"),
+    ("full − no_grounding", "full", "no_grounding"),
+)
+# (arm a, arm b, what a − b isolates): the study's secondary comparisons, each one switch between two arms,
+# reported with their raw p
+STUDY_SECONDARY = (
+    ("verified@g0", "verified", "grounded selection and screening, with verified inheritance (g 0 vs 0.5)"),
+    ("niche_verified", "verified", "a niche per family, with verified inheritance"),
+    ("niche_inherit_merge", "inherit_merge", "a niche per family, with parameter inheritance"),
+    ("niche_inherit_merge", "niche", "parameter inheritance instead of distillation, with niches"),
+    ("full@inherit1000x1", "full", "1000 inherited answers instead of 240 (1 epoch)"),
+    ("full@matched", "full@inherit1000x1", "3 epochs over the 1000 answers instead of 1"),
+    ("full@e1", "full", "one elite copied unchanged (S3g)"),
+    ("no_grounding@e1", "no_grounding", "one elite copied unchanged, without grounding (S3g)"),
+    ("full@g0", "full", "the grounding knob g = 0 against 0.5 (S3b)"),
+    ("full@g0.25", "full", "g = 0.25 against 0.5 (S3b)"),
+    ("full@g0.75", "full", "g = 0.75 against 0.5 (S3b)"),
+    ("full@g1", "full", "g = 1 against 0.5 (S3b)"),
+    ("full@seed_budget", "full", "the seed's own budget: 6 merges screened and 2 epochs, instead of 2 and 1"),
+)
+# configs/society_lexicase/ (added after the study's data; secondary, raw p): lexicase beside its own full and
+# niche, on one machine and its own founders; niche − full there replicates comparison 4 on another CPU
+LEXICASE = (
+    ("lexicase", "full", "lexicase over the val items instead of quality-diversity on the score"),
+    ("lexicase", "niche", "lexicase over the val items instead of a niche per family"),
+    ("niche", "full", "a niche per family (the study's comparison 4, replicated in this folder)"),
+)
+# the first verdict (configs/society/, pre-registered there): (label, other), full − other, Holm over the
+# three; the best one-shot merge is chosen on val there
+FIRST_VERDICT = (("no_grounding", "no_grounding"), (BEST_MERGE, BEST_MERGE), ("multitask", MULTITASK))
+
+# {arm: (colour, marker)}: every society figure module registers them with lib.style.register_looks
+LOOKS = {a.name: (a.look.colour, a.look.marker) for a in ARMS if a.look is not None}
