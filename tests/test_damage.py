@@ -170,6 +170,77 @@ def test_half_written_block_of_an_unfinished_shard_is_recomputed(reference, copy
     _same_rows(reference, copy)
 
 
+HALF_ROW = b"full,0,1,0,test_ove"  # a row cut off mid-field: what an interrupted append or copy leaves
+
+
+def _cut_to_what_the_message_says(err: str, csv: Path) -> None:
+    """Apply the fix the message names: ``truncate -s N FILE``."""
+    n = int(err.split("truncate -s ")[1].split(" ")[0])
+    with csv.open("r+b") as fh:
+        fh.truncate(n)
+
+
+def test_half_row_appended_to_a_finished_shard_is_named_and_kept(reference, copy, capsys):
+    csv = copy / f"{SHARD}.csv"
+    n_lines = reference["csv"].count(b"\n")
+    csv.write_bytes(reference["csv"] + HALF_ROW)  # after the run finished: before, exit 0 and the row skipped
+    code, err = _rerun(reference, capsys)
+    line = _refused(code, err, str(csv), f"line {n_lines + 1}:", f"{len(HALF_ROW)} bytes after", "finished",
+                    "truncate -s", "git checkout")
+    assert csv.read_bytes() == reference["csv"] + HALF_ROW  # named, not silently cut or read
+    with pytest.raises(DamagedFileError, match=f"{SHARD}.csv line {n_lines + 1}"):
+        rows.read_rows(copy)
+    with pytest.raises(DamagedFileError, match="finished"):  # a resume has no block in flight to cut either
+        rows.resume_shard(csv, "generation")
+    table = provenance.manifest_table("smoke", ["society"])
+    assert not table.agrees[0] and f"{SHARD}.csv line {n_lines + 1}" in table.note[0]
+    _cut_to_what_the_message_says(line, csv)
+    code, _ = _rerun(reference, capsys)
+    assert code == 0
+    _same_rows(reference, copy)
+
+
+def test_half_row_appended_to_a_finished_baseline_shard_is_named(reference, copy, capsys, tmp_path):
+    path = tmp_path / "with_baseline.yaml"  # the same data folder: a baseline on the reference's founders
+    path.write_text(yaml.safe_dump({**CFG, "arms": ["full", "baseline_soup"]}))
+    assert experiment.main([str(path)]) == 0
+    csv = copy / "baseline_soup_s0.csv"
+    good = csv.read_bytes()
+    csv.write_bytes(good + HALF_ROW.replace(b"full", b"baseline_soup"))
+    capsys.readouterr()
+    code = experiment.main([str(path)])
+    n_lines = good.count(b"\n")
+    line = _refused(code, capsys.readouterr().err, str(csv), f"line {n_lines + 1}:", "finished", "truncate -s")
+    assert "baseline_soup_s0.progress.json" in line
+    _cut_to_what_the_message_says(line, csv)
+    assert csv.read_bytes() == good and experiment.main([str(path)]) == 0
+
+
+def test_bytes_after_the_done_rows_are_damage_only_in_a_finished_shard(tmp_path):
+    """Unfinished (rows appended block by block): the block in flight is left out by a reader and cut by a
+    resume. Finished (its last block, per the folder's manifest, is done): any byte after is damage."""
+    cols = ["arm", "seed", "step", "metric", "value"]
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"n_steps": 20}}))
+    shard = rows.shard_path(tmp_path, "sgd", 0)
+    assert rows.final_block(shard, "step") == 20 and rows.final_block(shard, "generation") is None
+    for step in (0, 10, 20):
+        if step == 10:  # killed while writing step 10's block: half of its row on disk
+            done = shard.read_bytes()
+            shard.write_bytes(done + b"sgd,0,10,m,")
+            assert rows.read_shard(shard).step.tolist() == [0] and rows.damaged_shards(tmp_path) == []
+            assert rows.resume_shard(shard, "step") == 0 and shard.read_bytes() == done
+        rows.append_rows(shard, [{"arm": "sgd", "seed": 0, "step": step, "metric": "m", "value": 1.0}], cols)
+        rows.mark_done(shard, step)
+    finished = shard.read_bytes()
+    assert rows.read_shard(shard).step.tolist() == [0, 10, 20]
+    shard.write_bytes(finished + b"\n")  # even one stray line end
+    with pytest.raises(DamagedFileError, match=r"sgd_s0\.csv line 5: 1 byte after the 3 rows .*step 20"):
+        rows.read_shard(shard)
+    assert len(rows.damaged_shards(tmp_path)) == 1
+    (tmp_path / "manifest.json").unlink()  # no manifest: the last block is unknown, the shard read as before
+    assert rows.read_shard(shard).step.tolist() == [0, 10, 20]
+
+
 # the first run, paused inside its shard (the lock held, nothing of the shard written yet) until told to go on
 PAUSED_RUN = """
 import pathlib, sys, time

@@ -4,13 +4,14 @@ inline value is made from the data, and a number recomputed from the CSVs with p
 from __future__ import annotations
 
 import glob
+import itertools
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from lib.operators.analysis import parents_changed
-from lib.core.paths import data_dir
+from lib.operators.analysis import parents_changed, trade_grows_with_lam
+from lib.core.paths import REPO_ROOT, data_dir
 from lib.tables import effects
 from lib.operators import tables as op
 from lib.program_search import tables as ps
@@ -96,6 +97,76 @@ def test_frozen_proposer_minus_corrected_recomputed_from_the_csv_is_in_the_table
     assert "(reversal, not significant" in row  # below 0, its interval holding 0
     diags = pd.read_csv(data_dir("cpu", "program_search") / "v2_bracket_diagnostics.csv")
     assert effects.sci(diags["compiled_error"].max()) in ps.program_search_results("cpu")
+
+
+def _readme_value(name: str) -> str:
+    """The text between the README's markers of the cpu value ``name``."""
+    text = (REPO_ROOT / "README.md").read_text()
+    start = f"<!-- value:{name} cpu -->"
+    assert start in text, name
+    return text.split(start, 1)[1].split("<!-- /value -->", 1)[0]
+
+
+def _exact_sign_flip_p(d: np.ndarray) -> float:
+    """The two-sided paired sign-flip p over all 2ⁿ sign patterns, recomputed with numpy alone."""
+    signs = np.array(list(itertools.product([1, -1], repeat=len(d))))
+    return float(np.mean(np.abs(signs @ d) >= abs(d.sum()) * (1 - 1e-12)))
+
+
+def test_operators_trend_recomputed_from_selection_csv_is_in_the_readme():
+    sel = pd.read_csv(data_dir("cpu", "operators") / "selection.csv")
+    wide = sel[sel["lam"] > 0].pivot_table(index=["lam", "seed"], columns="method",
+                                           values=["mean_score", "mean_distance"])
+    d = (wide.xs("qd", axis=1, level=1) - wide.xs("top_p", axis=1, level=1)).groupby(level="lam").mean()
+    steady = bool((d["mean_score"].diff().dropna() <= 0).all() and (d["mean_distance"].diff().dropna() >= 0).all())
+    summary = "more so the larger the penalty" if steady else "though not steadily more so the larger the penalty"
+    assert op.operators_trend_summary("cpu") == summary == _readme_value("operators-trend-summary")
+    assert _readme_value("operators-trend") == ("monotonically in λ" if steady else "though not monotonically in λ")
+
+
+def test_a_trade_that_shrinks_at_one_lambda_is_not_steady():
+    rows = [{"seed": s, "lam": lam, "method": m, "mean_score": 0.5 - (m == "qd") * q,
+             "mean_distance": 0.2 + (m == "qd") * q}
+            for s in range(3) for lam, q in [(0.5, 0.01), (1.0, 0.03)] for m in ("top_p", "qd")]
+    sel = pd.DataFrame(rows)
+    assert trade_grows_with_lam(sel)
+    qd_at_1 = (sel["lam"] == 1.0) & (sel["method"] == "qd")
+    shrinks = sel.assign(mean_distance=np.where(qd_at_1, 0.2, sel["mean_distance"]))
+    assert not trade_grows_with_lam(shrinks)  # diversity gained at λ = 0.5 is lost again at λ = 1
+
+
+def test_order_predictor_verdict_recomputed_from_the_csv_is_in_the_readme():
+    rows = pd.read_csv(data_dir("cpu", "program_search") / "v2_program_search.csv")
+    last = rows[rows["generation"] == rows["generation"].max()]
+    wide = last.pivot_table(index="seed", columns="method", values="heldout_loss_ratio")
+    words = []
+    for m in ps.ALTERNATIVES:  # alternative − corrected: lower is better; its CI excludes 0 exactly when p <= 0.05
+        d = (wide[m] - wide["corrected"]).to_numpy()
+        words.append("tie" if _exact_sign_flip_p(d) > 0.05 else "better" if d.mean() > 0 else "worse")
+        row = next(r for r in _rows(ps.program_search_results("cpu")) if r.startswith(f"| 4a/4b | `{m}`"))
+        assert f"{d.mean():+.4f}".replace("-", "−") in row
+    want = ("makes the search worse" if "worse" in words else "makes the search better" if set(words) == {"better"}
+            else "does not make the search better")
+    assert ps.program_search_predictor("cpu") == want == _readme_value("program-search-predictor")
+
+
+def test_order_predictor_verdict_follows_every_alternatives_interval():
+    def best(**intervals):
+        return pd.DataFrame(intervals, index=["lo", "hi"]).T
+    assert ps.predictor_effect(best(gate_blind=(0.01, 0.02), random_order=(0.001, 0.03))) == "makes the search better"
+    no_better = ps.predictor_effect(best(gate_blind=(0.01, 0.02), random_order=(-0.01, 0.03)))
+    assert no_better == "does not make the search better"  # one alternative ties
+    assert ps.predictor_effect(best(gate_blind=(-0.02, -0.01), random_order=(0.01, 0.03))) == "makes the search worse"
+
+
+def test_the_readme_summary_uses_the_results_verdicts():
+    assert _readme_value("tool-mutation-verdict") == tm.tool_mutation_verdict("cpu")
+    assert _readme_value("program-search-proposals") == ps.program_search_proposals("cpu")
+    assert _readme_value("program-search-best-found") == ps.program_search_best_found("cpu")
+    summary = (REPO_ROOT / "README.md").read_text().split("## Quick start")[0]
+    for name in ("operators-trend-summary", "tool-mutation-verdict", "program-search-proposals",
+                 "program-search-best-found", "program-search-predictor"):
+        assert f"<!-- value:{name} cpu -->" in summary, name
 
 
 def test_parents_changed_counts_sets_not_orders():

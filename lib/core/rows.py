@@ -12,14 +12,17 @@ block beyond the last completed one, and exactly the number of rows recorded whe
 marked done, with the SHA-256 recorded then (a shard altered later, even into well-formed rows, is
 named). A damaged shard is a :class:`lib.core.errors.DamagedFileError` naming the file, the
 line and what to do — never a shorter or NaN-padded table. Rows after the last completed block
-(a block in flight, or half-written when the process died) are not part of the data: a reader
-leaves them out and :func:`resume_shard` cuts them off, so a resumed run's rows equal an
-uninterrupted run's, byte for byte. (Shards whose progress file predates the row count are
-checked line by line only.)
+of an unfinished shard (a block in flight, or half-written when the process died) are not part
+of the data: a reader leaves them out and :func:`resume_shard` cuts them off, so a resumed run's
+rows equal an uninterrupted run's, byte for byte. A *finished* shard (its last completed block is
+the run's last: :func:`final_block`, from the folder's manifest) has no block in flight, so any
+byte after its completed rows (a half row appended later) is damage, for a reader and a resume
+alike. (Shards whose progress file predates the row count are checked line by line only.)
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 from dataclasses import dataclass
@@ -30,11 +33,15 @@ import pandas as pd
 
 from lib.core.errors import DamagedFileError
 from lib.core.jsonfile import read_json, write_json
+from lib.core.manifest import read_manifest
 
 BLOCK_KEYS = ("generation", "step")  # the block column of the society and of tool mutation
 REQUIRED = ("arm", "seed", "metric", "value")  # never empty where the header has them
 ROWS_KEY = "csv_rows"  # progress-file key: data rows in the shard when its last block was marked done
 SHA_KEY = "csv_sha256"  # progress-file key: SHA-256 of the shard's bytes when its last block was marked done
+# per block column, the folder's manifest config key that fixes a run's last block, and its offset:
+# the society's last generation is generations - 1, tool mutation's last logging step is n_steps
+FINAL_BLOCK = {"generation": ("generations", -1), "step": ("n_steps", 0)}
 
 
 def shard_path(folder: str | Path, arm: str, seed: int) -> Path:
@@ -89,7 +96,6 @@ def count_rows(shard: str | Path) -> int:
 
 def sha256_of(path: str | Path, upto: int | None = None) -> str:
     """SHA-256 (hex) of the bytes of ``path`` (its first ``upto`` bytes)."""
-    import hashlib
     data = Path(path).read_bytes()
     return hashlib.sha256(data if upto is None else data[:upto]).hexdigest()
 
@@ -232,6 +238,35 @@ def scan_shard(shard: str | Path, done: int | None, expected_rows: int | None,
     return Scan(header, pos, good, problem)
 
 
+def final_block(shard: str | Path, block_key: str | None) -> int | None:
+    """The last block of the run that writes ``shard``: :data:`FINAL_BLOCK` of the config in its folder's
+    ``manifest.json`` (``None`` without a manifest, that key or a known ``block_key``)."""
+    if block_key not in FINAL_BLOCK:
+        return None
+    config = (read_manifest(Path(shard).parent) or {}).get("config")
+    key, offset = FINAL_BLOCK[block_key]
+    value = config.get(key) if isinstance(config, dict) else None
+    return value + offset if isinstance(value, int) else None
+
+
+def _check_tail(shard: Path, done: int, scan: Scan, block_key: str | None) -> None:
+    """Raise :class:`DamagedFileError` when ``shard`` is finished (block ``done`` is its run's last) and
+    holds bytes after its completed rows: no block can be in flight there."""
+    extra = shard.stat().st_size - scan.good_end
+    if extra <= 0:
+        return
+    key = block_key or next((k for k in BLOCK_KEYS if k in scan.header), None)
+    last = final_block(shard, key)
+    if last is None or done < last:  # unfinished: a block in flight, or half-written when a run stopped
+        return
+    raise DamagedFileError(
+        f"{shard} line {scan.good_rows + 2}: {extra} byte{'s' if extra > 1 else ''} after the {scan.good_rows} "
+        f"rows of its finished run ({key} {last}, the last, is done per {progress_path(shard).name}): rows "
+        f"appended after the run finished; cut them off (truncate -s {scan.good_end} {shard} keeps exactly "
+        f"the rows the run wrote), restore it from a copy (git checkout -- {shard.name} where it is committed), or "
+        f"{_recompute_fix(shard).split(', or ')[0]}")
+
+
 def _check(shard: Path, block_key: str | None, columns: Sequence[str] | None) -> tuple[dict | None, Scan]:
     info = read_progress(shard)
     done = None if info is None else info["last_done"]
@@ -243,6 +278,8 @@ def _check(shard: Path, block_key: str | None, columns: Sequence[str] | None) ->
         raise DamagedFileError(f"{shard} was changed after its rows were written (its SHA-256 differs from the one "
                                f"in {progress_path(shard).name}): restore it from a copy (git checkout -- "
                                f"{shard.name} where it is committed), or {_recompute_fix(shard).split(', or ')[0]}")
+    if done is not None:
+        _check_tail(shard, done, scan, block_key)
     return info, scan
 
 
@@ -262,8 +299,9 @@ def resume_shard(shard: str | Path, block_key: str) -> int | None:
     """Prepare ``shard`` for a resumed run; return its last completed block (``None``: start anew).
 
     The rows after the last completed block (a block half-written when the process died) are cut
-    off, so the resumed run's rows equal an uninterrupted run's. Damage among the completed rows is
-    a :class:`DamagedFileError` (they cannot be recomputed from the progress of a later block).
+    off, so the resumed run's rows equal an uninterrupted run's. Damage among the completed rows, and
+    bytes after the rows of a finished shard (no block was in flight), are a :class:`DamagedFileError`
+    (they cannot be recomputed from the progress of a later block).
     """
     shard = Path(shard)
     info, scan = _check(shard, block_key, None)

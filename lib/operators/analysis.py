@@ -24,6 +24,15 @@ def qd_minus_top_p(selection: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[["metric", "lam", "n", "mean", "lo", "hi", "p"]]
 
 
+def trade_grows_with_lam(selection: pd.DataFrame) -> bool:
+    """Whether QD's loss of score (Fig. 1c) and gain of diversity (Fig. 1d) over top-P grow with λ at
+    every step of the sweep: the mean QD − top-P score never rises and the mean distance never falls."""
+    t = qd_minus_top_p(selection).sort_values("lam")
+    score = t.loc[t["metric"] == "mean_score", "mean"].to_numpy()
+    dist = t.loc[t["metric"] == "mean_distance", "mean"].to_numpy()
+    return bool(np.all(np.diff(score) <= 0) and np.all(np.diff(dist) >= 0))
+
+
 def parents_changed(selection: pd.DataFrame) -> pd.DataFrame:
     """Per λ: in how many populations QD's parents are not top-P's (as sets: the order of selection
     does not count) — ``lam, changed, n``."""

@@ -9,6 +9,9 @@ import numpy as np
 
 from lib.core.manifest import read_manifest
 from lib.core.paths import data_dir
+from lib.operators.analysis import (conformity_fitness_r, consensus_gain, parents_changed, qd_minus_top_p,
+                                    trade_grows_with_lam)
+from lib.operators.figures import load_data
 from lib.tables.effects import delta_null, from_data, results_table
 from lib.tables.format import NO_DATA, p_text
 
@@ -24,7 +27,6 @@ def load(scale: str) -> dict | None:
     """The operators tables of ``scale`` (:func:`lib.operators.figures.load_data`) with its manifest's
     ``config`` and ``society_lam``, the λ of the society's run at ``scale`` (NaN without one); ``None``
     without data."""
-    from lib.operators.figures import load_data
     manifest = _manifest(scale, EXPERIMENT)
     if manifest is None:
         return None
@@ -48,7 +50,6 @@ def _whose(data: dict, lam: float) -> str:
 def operators_results(data: dict) -> str:
     """Fig. 1a's correlation, S1a's consensus gain and one row per λ > 0 of QD − top-P on the same
     population for Fig. 1c (parents' mean score) and 1d (their mean pairwise distance)."""
-    from lib.operators.analysis import conformity_fitness_r, consensus_gain, qd_minus_top_p
     agents = data["agents"]
     s1 = consensus_gain(agents)
     lines = [f"| 1a | conformity vs verifier fitness, all {len(agents)} agents | correlation r = "
@@ -81,13 +82,16 @@ def operators_setup(data: dict) -> str:
 
 @from_data(load, "—")
 def operators_trend(data: dict) -> str:
-    """Whether QD's loss of score and gain of diversity over top-P grow with λ at every step."""
-    from lib.operators.analysis import qd_minus_top_p
-    t = qd_minus_top_p(data["selection"]).sort_values("lam")
-    score = t.loc[t["metric"] == "mean_score", "mean"].to_numpy()
-    dist = t.loc[t["metric"] == "mean_distance", "mean"].to_numpy()
-    steady = bool(np.all(np.diff(score) <= 0) and np.all(np.diff(dist) >= 0))
-    return "monotonically in λ" if steady else "though not monotonically in λ"
+    """Whether QD's loss of score and gain of diversity over top-P grow with λ at every step
+    (:func:`lib.operators.analysis.trade_grows_with_lam`)."""
+    return "monotonically in λ" if trade_grows_with_lam(data["selection"]) else "though not monotonically in λ"
+
+
+@from_data(load, "—")
+def operators_trend_summary(data: dict) -> str:
+    """:func:`operators_trend` in the README's summary, where λ is "the penalty"."""
+    return ("more so the larger the penalty" if trade_grows_with_lam(data["selection"])
+            else "though not steadily more so the larger the penalty")
 
 
 @from_data(load, "—")
@@ -101,7 +105,6 @@ def operators_config_lam(data: dict) -> str:
 def operators_changed(data: dict) -> str:
     """In how many populations QD changes the parents at the config's λ, at the smallest λ > 0, and from
     which λ on in all."""
-    from lib.operators.analysis import parents_changed
     t = parents_changed(data["selection"]).set_index("lam")
     t = t[t.index > 0]
     lam = float(data["config"]["lam"])
@@ -117,5 +120,6 @@ def operators_changed(data: dict) -> str:
 
 TABLES: dict[str, Callable[[str], str]] = {"operators-results": operators_results}
 VALUES: dict[str, Callable[[str], str]] = {"operators-setup": operators_setup, "operators-trend": operators_trend,
+                                           "operators-trend-summary": operators_trend_summary,
                                            "operators-config-lam": operators_config_lam,
                                            "operators-changed": operators_changed}

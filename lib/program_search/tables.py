@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from lib.core.paths import data_dir
+from lib.core.stats import mean_ci_table, paired_differences
+from lib.program_search.figures import METHODS, bracket_table, load_data, order_accuracy_by_seed
 from lib.tables.effects import contains_zero, delta, from_data, mean_ci, plain, results_table, sci, verdict
 from lib.tables.format import NO_DATA, p_text
 
@@ -19,6 +21,7 @@ EXPERIMENT = "program_search"
 REFERENCE = "corrected"
 BEST, PROPOSED = "heldout_loss_ratio", "mean_proposed_heldout_loss_ratio"  # 4a/4b, S4a
 CHANCE = 0.5  # order accuracy of a coin
+ALTERNATIVES = ("gate_blind", "random_order")  # the search with an inexact order predictor, and with none
 
 
 def vs_corrected(rows: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -26,8 +29,6 @@ def vs_corrected(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     (index: method): the summary of :func:`lib.core.stats.paired_differences`, with ``exact`` (every
     seed's difference is 0 exactly: an equivalent bracket, the same search) and ``method_mean`` (the
     method's own mean over seeds)."""
-    from lib.core.stats import paired_differences
-    from lib.program_search.figures import METHODS
     last = rows[rows["generation"] == rows["generation"].max()]
     pts, summ = paired_differences(last, group="method", reference=REFERENCE, value=column)
     exact = pts.groupby("method")["diff"].apply(lambda d: bool((d == 0).all()))
@@ -40,7 +41,6 @@ def vs_corrected(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 def load(scale: str) -> dict | None:
     """:func:`lib.program_search.figures.load_data` with ``best`` and ``proposed`` (:func:`vs_corrected` of
     4a/4b and S4a) and ``accuracy`` (4d over all depths, by predictor); ``None`` without data."""
-    from lib.program_search.figures import load_data, order_accuracy_by_seed
     if not (data_dir(scale, EXPERIMENT) / "manifest.json").is_file():
         return None
     data = load_data(scale)
@@ -83,7 +83,6 @@ def _rows(summ: pd.DataFrame, what: str, first: str, *, equal_row: bool = True) 
 @from_data(load, NO_DATA)
 def program_search_results(data: dict) -> str:
     """4a/4b and S4a: every method − ``corrected``; 4c: the bracket errors; 4d: the order accuracy."""
-    from lib.program_search.figures import bracket_table
     best, proposed = data["best"], data["proposed"]
     shown = proposed["exact"].equals(best["exact"])  # the same methods equal in both: one row says so
     lines = _rows(best, "4a/4b", "") + _rows(proposed, "S4a", "mean *proposed* held-out ratio, ", equal_row=not shown)
@@ -116,7 +115,6 @@ def program_search_last_generation(data: dict) -> str:
 @from_data(load, "—")
 def program_search_corrected(data: dict) -> str:
     """``corrected``'s held-out loss ratio at the last generation, its 95 % CI (t), and at the first."""
-    from lib.core.stats import mean_ci_table
     rows = data["rows"]
     t = mean_ci_table(rows[rows["method"] == REFERENCE], ["generation"], BEST).set_index("generation")
     last, first = t.loc[t.index.max()], t.loc[t.index.min()]
@@ -158,9 +156,26 @@ def program_search_gate_blind(data: dict) -> str:
                    tie="without making the search better (`gate_blind` ties)")
 
 
+def predictor_effect(best: pd.DataFrame) -> str:
+    """What the exact order predictor (``corrected``) does to the best program found (4a/4b), from the
+    intervals of each of :data:`ALTERNATIVES` − ``corrected`` in ``best`` (:func:`vs_corrected`; lower is
+    better): better when every alternative ends worse, worse when one ends better, else no better."""
+    words = [verdict(best.loc[m, "lo"], best.loc[m, "hi"], below="worse", above="better", tie="tie")
+             for m in ALTERNATIVES]
+    if "worse" in words:
+        return "makes the search worse"
+    return "makes the search better" if set(words) == {"better"} else "does not make the search better"
+
+
+@from_data(load, "—")
+def program_search_predictor(data: dict) -> str:
+    """The README summary's verdict on the exact order predictor (:func:`predictor_effect`)."""
+    return predictor_effect(data["best"])
+
+
 TABLES: dict[str, Callable[[str], str]] = {"program-search-results": program_search_results}
 VALUES: dict[str, Callable[[str], str]] = {
     "program-search-setup": program_search_setup, "program-search-last-generation": program_search_last_generation,
     "program-search-corrected": program_search_corrected, "program-search-proposals": program_search_proposals,
     "program-search-best-found": program_search_best_found, "program-search-order": program_search_order,
-    "program-search-gate-blind": program_search_gate_blind}
+    "program-search-gate-blind": program_search_gate_blind, "program-search-predictor": program_search_predictor}
