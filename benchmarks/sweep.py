@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         _in(tmp / "serial")
         t0 = time.perf_counter()
-        serial = sweep.run_sweep(cfg, serial=True, cpus_per_run=1, progress=False)
+        serial = sweep.run_sweep(cfg, serial=True, resources=sweep.Resources(cpus_per_run=1), progress=False)
         t_serial = time.perf_counter() - t0
 
         # control: the same runs on `workers` plain processes (no Ray): the ceiling this machine allows
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         for name in ("cold", "warm"):          # cold: workers start and import torch; warm: reused
             _in(tmp / name)
             t0 = time.perf_counter()
-            results[name] = sweep.run_sweep(cfg, cpus_per_run=1, progress=False)
+            results[name] = sweep.run_sweep(cfg, resources=sweep.Resources(cpus_per_run=1), progress=False)
             walls[name] = time.perf_counter() - t0
         ray.shutdown()
 

@@ -1,7 +1,11 @@
 """Grounded evolution of model populations — the paper companion's library.
 
-Pure operators (:mod:`lib.operators.ops`, :mod:`lib.core.tasks`, :mod:`lib.core.stats`) and the loops that use
-them (:mod:`lib.tool_mutation.mutator`, :mod:`lib.program_search.search`, :mod:`lib.llm`). Notebooks import from
-here; ``python -m lib.experiment CFG`` runs any experiment from its config.
+One package per experiment, each a notebook's: :mod:`lib.operators` (the pure population operators,
+:mod:`lib.operators.ops`, and their loop, :mod:`lib.operators.population`), :mod:`lib.tool_mutation`
+(:mod:`lib.tool_mutation.mutator`), :mod:`lib.society` (the LLM society) and :mod:`lib.program_search`
+(:mod:`lib.program_search.search`). They share :mod:`lib.core` (config, data folders, rows, tasks,
+statistics), :mod:`lib.engines` (base models and LoRA agents), :mod:`lib.style` (figures) and
+:mod:`lib.tables` (the README's results tables). Notebooks import from here; ``python -m lib.experiment
+CFG`` runs any experiment from its config.
 """
 __version__ = "0.1.0"

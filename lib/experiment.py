@@ -33,6 +33,7 @@ from lib.core.config import ConfigError, load_yaml
 from lib.core.errors import DataMismatchError, cli_main
 from lib.core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
 from lib.core.paths import data_dir
+from lib.engines.models import check_base_available
 
 RUNNERS = {
     "operators": "lib.operators.population",
@@ -97,7 +98,6 @@ def preflight(cfg: dict, *, will_write: bool | None = None, replacing: bool = Fa
     folder's old data will be moved aside (``lib.reproduce --force``), so its config does not matter.
     """
     if "base_model" in cfg:
-        from lib.engines.models import check_base_available
         check_base_available(cfg["base_model"])
     if not replacing:
         check_folder(cfg)

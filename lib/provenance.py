@@ -19,12 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from lib.core.config import config_hash, load_yaml
-from lib.experiment import runner
-from lib.style import read_index, rel
 from lib.core.errors import DamagedFileError, one_line
+from lib.core.figure_index import read_index
 from lib.core.manifest import read_manifest
+from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
-from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir
+from lib.experiment import runner
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
 

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lib import experiment, pages
-from lib.tables import registry as tables
 from lib.core.device import cuda_available
 from lib.core.errors import MissingDataError, cli_main
-from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir
+from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir, rel
+from lib.provenance import write_index
+from lib.tables import registry as tables
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 
@@ -147,15 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.reproduce", description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
-    ap.add_argument("--force", action="store_true", help="recompute data even when it matches its config")
-    ap.add_argument("--only", nargs="*", default=None, help="notebook name prefixes to run, e.g. 01 04")
-    ap.add_argument("--html-only", action="store_true",
-                    help="only render build/<scale>/*.ipynb (already executed) to figures/<scale>/notebooks/*.html")
-    experiment.add_allow_dirty(ap)
-    args = ap.parse_args(argv)
-    experiment.apply_allow_dirty(args)  # GE_ALLOW_DIRTY=1 reaches the notebooks' processes
+    args = _arguments(argv)
     try:
         scale = check_scale(args.scale)
     except ValueError as e:
@@ -164,28 +157,59 @@ def _main(argv: list[str] | None = None) -> int:
     steps = [s for s in STEPS if args.only is None or any(s.notebook.startswith(p) for p in args.only)]
     if args.html_only:
         return _html_only(steps, scale)
-    for s in steps:  # bad input before any work: every config must exist
-        if s.experiment and not config_path(s.experiment, scale).is_file():
-            print(f"error: {config_path(s.experiment, scale)} is missing", file=sys.stderr)
-            return 2
-    from lib.style import rel  # late: matplotlib only once there is work to do
-
+    missing = [config_path(s.experiment, scale) for s in steps  # bad input before any work: every config must exist
+               if s.experiment and not config_path(s.experiment, scale).is_file()]
+    if missing:
+        print(f"error: {missing[0]} is missing", file=sys.stderr)
+        return 2
     has_cuda = cuda_available()
-    skipped = [s for s in steps if scale in s.needs_cuda_at and not has_cuda]
-    for s in skipped:
-        print(f"note: {s.notebook} at scale {scale!r} needs a CUDA GPU and none is visible; it is skipped, "
-              f"and the figures are rebuilt from whatever {scale} data exists.")
+    skipped = _cuda_skips(steps, scale, has_cuda)
     for s in steps:  # user errors before any work: bad config, unknown base, another config's data, dirty tree
         if s.experiment and s not in skipped:  # reused complete data needs no clean tree; new cpu/paper data does
             experiment.preflight(experiment.load(config_path(s.experiment, scale)),
                                  will_write=True if args.force else None, replacing=args.force)
     check_figure_inputs(steps, scale, has_cuda)
+    todo = [s for s in steps if s not in skipped]
+    results = _run_notebooks(todo, scale, skipped, force=args.force)
+    _reindex(scale)  # INDEX.md links the pages just rendered (notebook 05 wrote it before its own page)
+    for f in tables.update():  # the README's results tables, written from the data
+        print(f"  rewrote the results tables of {f}")
+    _summary(results, skipped, scale)
+    return 0 if all(ok for _, ok, _ in results) and len(results) == len(todo) else 1
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (``--allow-dirty`` already applied: ``GE_ALLOW_DIRTY=1`` reaches the notebooks' processes)."""
+    ap = argparse.ArgumentParser(prog="python -m lib.reproduce", description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
+    ap.add_argument("--force", action="store_true", help="recompute data even when it matches its config")
+    ap.add_argument("--only", nargs="*", default=None, help="notebook name prefixes to run, e.g. 01 04")
+    ap.add_argument("--html-only", action="store_true",
+                    help="only render build/<scale>/*.ipynb (already executed) to figures/<scale>/notebooks/*.html")
+    experiment.add_allow_dirty(ap)
+    args = ap.parse_args(argv)
+    experiment.apply_allow_dirty(args)
+    return args
+
+
+def _cuda_skips(steps: list[Step], scale: str, has_cuda: bool) -> list[Step]:
+    """The steps that need a CUDA GPU at ``scale`` where none is visible, each named on stdout."""
+    skipped = [s for s in steps if scale in s.needs_cuda_at and not has_cuda]
+    for s in skipped:
+        print(f"note: {s.notebook} at scale {scale!r} needs a CUDA GPU and none is visible; it is skipped, "
+              f"and the figures are rebuilt from whatever {scale} data exists.")
+    return skipped
+
+
+def _run_notebooks(todo: list[Step], scale: str, skipped: list[Step], *, force: bool) -> list[tuple[str, bool, float]]:
+    """Execute the notebooks of ``todo`` in order into ``build/<scale>/`` (``force``: each one's old data
+    moved aside first), each rendered to its page at the HTML scales; the first that fails ends the run.
+    Returns ``(notebook, ok, seconds)`` of each executed one."""
     out_dir = BUILD / scale
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
-    todo = [s for s in steps if s not in skipped]
     for k, s in enumerate(todo, 1):
-        if args.force and s.experiment:
+        if force and s.experiment:
             moved = move_aside(scale, s.experiment)
             if moved:
                 print(f"      --force: moved old data to {moved.relative_to(REPO_ROOT)}")
@@ -195,25 +219,34 @@ def _main(argv: list[str] | None = None) -> int:
         proc = subprocess.run(papermill_command(s, scale, out, [x.experiment for x in skipped]),
                               cwd=REPO_ROOT, capture_output=True, text=True)
         dt = time.perf_counter() - t0
-        ok = proc.returncode == 0
-        results.append((s.notebook, ok, dt))
-        if ok and scale in HTML_SCALES:
-            page = render_html(out, scale)
-            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}, {rel(page)}", flush=True)
-            if not _report(out, page):
-                results[-1] = (s.notebook, False, dt)
-            continue
-        if ok:
-            print(f"      done in {dt:.1f} s -> {out.relative_to(REPO_ROOT)}", flush=True)
-            continue
-        where = failed_cell(out) or (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        print(f"      FAILED after {dt:.1f} s in {where}\n      partial executed copy: {out.relative_to(REPO_ROOT)}",
-              file=sys.stderr)
-        print("\n".join("      | " + ln for ln in proc.stderr.strip().splitlines()[-15:]), file=sys.stderr)
-        break
-    _reindex(scale)  # INDEX.md links the pages just rendered (notebook 05 wrote it before its own page)
-    for f in tables.update():  # the README's results tables, written from the data
-        print(f"  rewrote the results tables of {f}")
+        if proc.returncode != 0:
+            results.append((s.notebook, False, dt))
+            _say_failed(out, proc, dt)
+            break
+        results.append((s.notebook, _say_done(out, scale, dt), dt))
+    return results
+
+
+def _say_done(executed: Path, scale: str, dt: float) -> bool:
+    """Name the executed notebook (and, at the HTML scales, render and check its page); True when its page
+    has no problems."""
+    if scale not in HTML_SCALES:
+        print(f"      done in {dt:.1f} s -> {executed.relative_to(REPO_ROOT)}", flush=True)
+        return True
+    page = render_html(executed, scale)
+    print(f"      done in {dt:.1f} s -> {executed.relative_to(REPO_ROOT)}, {rel(page)}", flush=True)
+    return _report(executed, page)
+
+
+def _say_failed(executed: Path, proc: subprocess.CompletedProcess, dt: float) -> None:
+    """Name the cell (else the last line of stderr) where a notebook failed, and the end of its stderr."""
+    where = failed_cell(executed) or (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    print(f"      FAILED after {dt:.1f} s in {where}\n      partial executed copy: {executed.relative_to(REPO_ROOT)}",
+          file=sys.stderr)
+    print("\n".join("      | " + ln for ln in proc.stderr.strip().splitlines()[-15:]), file=sys.stderr)
+
+
+def _summary(results: list[tuple[str, bool, float]], skipped: list[Step], scale: str) -> None:
     figs = sorted(p.name for p in figures_dir(scale).glob("*.png"))
     print(f"\nsummary (scale {scale}):")
     for name, ok, dt in results:
@@ -221,19 +254,15 @@ def _main(argv: list[str] | None = None) -> int:
     for s in skipped:
         print(f"  skip {s.notebook:28s}  (needs CUDA)")
     print(f"  {len(figs)} figures in {rel(figures_dir(scale))}/")  # GE_FIGURES_DIR may lie outside the repo
-    return 0 if all(ok for _, ok, _ in results) and len(results) == len(todo) else 1
 
 
 def _reindex(scale: str) -> None:
     if (figures_dir(scale) / "index.json").is_file():
-        from lib.provenance import write_index
         write_index(scale)
 
 
 def _html_only(steps: list[Step], scale: str) -> int:
     """``--html-only``: render the executed notebooks in ``build/<scale>/``; a missing one is a user error."""
-    from lib.style import rel
-
     missing = [s.notebook for s in steps if not (BUILD / scale / s.notebook).is_file()]
     if missing:
         raise MissingDataError(f"no executed {', '.join(missing)} in {rel(BUILD / scale)}/: run "

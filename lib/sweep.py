@@ -399,13 +399,31 @@ def _connect(ray, address: str | None, num_cpus: int | None, env: dict) -> bool:
     return True
 
 
-def _run_on_ray(todo: list[dict], opts: dict, bar: dict, progress: bool, *, info: dict, address, num_cpus,
-                cpus_per_run: float, gpus_per_run: float, max_retries: int) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """Where a sweep's runs go and what each one takes.
+
+    ``address``: ``None`` starts a local Ray on ``num_cpus`` cores (default: all); ``"auto"`` or
+    ``HOST:PORT`` joins that cluster. ``cpus_per_run`` / ``gpus_per_run``: reserved per run (the CPUs
+    are also each run's torch threads, serial runs included; GPU fractions share one).
+    ``max_retries``: Ray's retries of a run whose worker or node died.
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None
+    cpus_per_run: float = 1
+    gpus_per_run: float = 0
+    max_retries: int = 2
+
+
+def _run_on_ray(todo: list[dict], opts: dict, bar: dict, progress: bool, *, info: dict,
+                resources: Resources) -> list[dict]:
     """One Ray task per run, all submitted at once; results reported as they finish."""
     from tqdm.auto import tqdm
 
     ray = _import_ray()
-    started = _connect(ray, address, num_cpus, opts["env"])
+    started = _connect(ray, resources.address, resources.num_cpus, opts["env"])
+    cpus_per_run, gpus_per_run = resources.cpus_per_run, resources.gpus_per_run
     try:
         info["cluster"] = {k: v for k, v in ray.cluster_resources().items() if k in ("CPU", "GPU")}
         info["nodes"] = sum(1 for n in ray.nodes() if n.get("Alive"))
@@ -417,10 +435,11 @@ def _run_on_ray(todo: list[dict], opts: dict, bar: dict, progress: bool, *, info
         if info["nodes"] > 1 and not opts["env"]:
             _say("warning: a multi-node cluster without --data-root: each node writes to its own data/ "
                  "unless that folder is shared storage", progress)
-        resources: dict[str, Any] = {"num_cpus": cpus_per_run, "num_gpus": gpus_per_run, "max_retries": max_retries}
+        options: dict[str, Any] = {"num_cpus": cpus_per_run, "num_gpus": gpus_per_run,
+                                   "max_retries": resources.max_retries}
         if gpus_per_run:
-            resources["max_calls"] = 1  # a fresh process per GPU run: no cached CUDA memory carried over
-        task = ray.remote(run_shard).options(**resources)
+            options["max_calls"] = 1  # a fresh process per GPU run: no cached CUDA memory carried over
+        task = ray.remote(run_shard).options(**options)
         pending = {task.remote(p, **opts): p for p in todo}
         runs = []
         with tqdm(**bar) as b:
@@ -442,15 +461,14 @@ def _run_on_ray(todo: list[dict], opts: dict, bar: dict, progress: bool, *, info
             ray.shutdown()
 
 
-def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = None,
-              cpus_per_run: float = 1, gpus_per_run: float = 0, serial: bool = False,
-              fault: str | tuple | None = None, max_retries: int = 2, progress: bool = True,
+def run_sweep(cfg: dict, *, resources: Resources = Resources(), serial: bool = False,
+              fault: str | tuple | None = None, progress: bool = True,
               arms: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> SweepResult:
     """Run every shard of ``cfg`` (validated) and merge them; see the module docstring. ``arms`` /
     ``seeds``: only the shards of these (a long study's primary comparisons first, the rest later).
 
     Uses an already initialised Ray when there is one (a notebook, the tests); otherwise starts a
-    local one (``address=None``, on ``num_cpus`` cores) or joins ``address``, and shuts it down after.
+    local one or joins a cluster (:class:`Resources`), and shuts it down after.
     """
     t0 = time.perf_counter()
     load_start = os.getloadavg() if hasattr(os, "getloadavg") else ()
@@ -460,16 +478,54 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
     fault = fault or parse_fault(os.environ.get("GE_FAULT"))
     folder = data_dir(cfg["scale"], cfg["experiment"])
     env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR", ALLOW_DIRTY_ENV) if os.environ.get(k)}
-    parts = mod.shards(cfg)
-    if arms is not None or seeds is not None:
-        labels = [shard_label(p) for p in parts]
-        unknown = sorted(set(arms or ()) - {a for a, _ in labels})
-        if unknown:
-            raise ConfigError(f"--arms: {unknown} are not arms of {cfg['experiment']} ({sorted({a for a, _ in labels})})")
-        parts = [p for p, (a, sd) in zip(parts, labels) if (arms is None or a in arms) and (seeds is None or sd in seeds)]
-        if not parts:
-            raise ConfigError("--arms/--seeds select no shard of this config")
+    parts = _select_shards(mod.shards(cfg), cfg["experiment"], arms, seeds)
     _experiment.preflight(cfg, will_write=not all(shard_done(p) for p in parts))  # base, folder, clean tree
+    runs, todo = _skip_done(parts, progress)
+    info = {"backend": "serial" if serial else "ray", "cpus_per_run": resources.cpus_per_run,
+            "gpus_per_run": resources.gpus_per_run, "data_root": recorded_root(data_root(), "GE_DATA_DIR"),
+            "runs_root": recorded_root(runs_root(), "GE_RUNS_DIR")}
+
+    if todo:
+        opts = {"env": env, "threads": max(1, int(resources.cpus_per_run)), "fault": fault}
+        bar = {"total": len(parts), "initial": len(parts) - len(todo), "unit": "run", "disable": not progress,
+               "desc": f"sweep {cfg['experiment']} ({cfg['scale']})", "file": sys.stdout}
+        if serial:
+            runs += _run_serial(todo, opts, bar, progress)
+        else:
+            runs += _run_on_ray(todo, opts, bar, progress, info=info, resources=resources)
+
+    rows, merge_error = None, ""
+    failed = [r for r in runs if r["status"] == "failed"]
+    if not failed:
+        rows, merge_error = _merge_and_record(cfg, runs, info, t0, load_start, progress)
+    wall = time.perf_counter() - t0
+    n_ok = sum(r["status"] == "ok" for r in runs)
+    n_skip = sum(r["status"] == "skipped" for r in runs)
+    _say(f"sweep {cfg['experiment']} ({cfg['scale']}): {n_ok} ran, {n_skip} skipped, {len(failed)} failed "
+         f"in {wall:.1f} s" + (f"; {len(rows)} rows merged from {folder}" if rows is not None else
+                               "; not merged — re-launch the same command to finish" if failed else ""),
+         progress)
+    return SweepResult(runs=runs, rows=rows, folder=folder, wall_s=wall, merge_error=merge_error)
+
+
+def _select_shards(parts: list[dict], experiment: str, arms: Sequence[str] | None,
+                   seeds: Sequence[int] | None) -> list[dict]:
+    """The shards of ``arms`` and ``seeds`` (``None``: all); an unknown arm, or a selection of none, is a
+    :class:`ConfigError`."""
+    if arms is None and seeds is None:
+        return parts
+    labels = [shard_label(p) for p in parts]
+    unknown = sorted(set(arms or ()) - {a for a, _ in labels})
+    if unknown:
+        raise ConfigError(f"--arms: {unknown} are not arms of {experiment} ({sorted({a for a, _ in labels})})")
+    parts = [p for p, (a, sd) in zip(parts, labels) if (arms is None or a in arms) and (seeds is None or sd in seeds)]
+    if not parts:
+        raise ConfigError("--arms/--seeds select no shard of this config")
+    return parts
+
+
+def _skip_done(parts: list[dict], progress: bool) -> tuple[list[dict], list[dict]]:
+    """``(runs, todo)``: a ``skipped`` run (reported) for every shard already done, and the others."""
     runs: list[dict] = []
     todo = []
     for p in parts:
@@ -479,38 +535,23 @@ def run_sweep(cfg: dict, *, address: str | None = None, num_cpus: int | None = N
             _report(runs[-1], progress)
         else:
             todo.append(p)
-    info = {"backend": "serial" if serial else "ray", "cpus_per_run": cpus_per_run,
-            "gpus_per_run": gpus_per_run, "data_root": recorded_root(data_root(), "GE_DATA_DIR"),
-            "runs_root": recorded_root(runs_root(), "GE_RUNS_DIR")}
+    return runs, todo
 
-    if todo:
-        opts = {"env": env, "threads": max(1, int(cpus_per_run)), "fault": fault}
-        bar = {"total": len(parts), "initial": len(parts) - len(todo), "unit": "run", "disable": not progress,
-               "desc": f"sweep {cfg['experiment']} ({cfg['scale']})", "file": sys.stdout}
-        if serial:
-            runs += _run_serial(todo, opts, bar, progress)
-        else:
-            runs += _run_on_ray(todo, opts, bar, progress, info=info, address=address, num_cpus=num_cpus,
-                                cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, max_retries=max_retries)
 
-    rows, merge_error = None, ""
-    failed = [r for r in runs if r["status"] == "failed"]
-    if not failed:
-        try:
-            with contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext():
-                rows = merge(cfg)
-            _record(folder, cfg, runs, {**info, "wall_s": round(time.perf_counter() - t0, 3)}, load_start)
-        except Exception as e:  # noqa: BLE001
-            merge_error = f"{type(e).__name__}: {e}"
-            _say(f"FAIL merging the shards of {folder}: {merge_error}", progress, always=True)
-    wall = time.perf_counter() - t0
-    n_ok = sum(r["status"] == "ok" for r in runs)
-    n_skip = sum(r["status"] == "skipped" for r in runs)
-    _say(f"sweep {cfg['experiment']} ({cfg['scale']}): {n_ok} ran, {n_skip} skipped, {len(failed)} failed "
-         f"in {wall:.1f} s" + (f"; {len(rows)} rows merged from {folder}" if rows is not None else
-                               "; not merged — re-launch the same command to finish" if failed else ""),
-         progress)
-    return SweepResult(runs=runs, rows=rows, folder=folder, wall_s=wall, merge_error=merge_error)
+def _merge_and_record(cfg: dict, runs: list[dict], info: dict, t0: float, load_start: tuple[float, ...],
+                      progress: bool) -> tuple[pd.DataFrame | None, str]:
+    """Merge the shards of ``cfg`` and record the sweep (its wall time since ``t0``) in the manifest;
+    returns ``(rows, "")``, or ``(None, the error)`` when that failed (named on stderr)."""
+    folder = data_dir(cfg["scale"], cfg["experiment"])
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext():
+            rows = merge(cfg)
+        _record(folder, cfg, runs, {**info, "wall_s": round(time.perf_counter() - t0, 3)}, load_start)
+    except Exception as e:  # noqa: BLE001
+        merge_error = f"{type(e).__name__}: {e}"
+        _say(f"FAIL merging the shards of {folder}: {merge_error}", progress, always=True)
+        return None, merge_error
+    return rows, ""
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -562,9 +603,9 @@ def _main(argv: list[str] | None = None) -> int:
     parse_fault(args.fault)
     if not args.serial:
         _import_ray()
-    res = run_sweep(cfg, address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
-                    gpus_per_run=args.gpus_per_run, serial=args.serial, fault=args.fault,
-                    max_retries=args.max_retries, progress=not args.quiet,
+    resources = Resources(address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
+                          gpus_per_run=args.gpus_per_run, max_retries=args.max_retries)
+    res = run_sweep(cfg, resources=resources, serial=args.serial, fault=args.fault, progress=not args.quiet,
                     arms=args.arms.split(",") if args.arms else None, seeds=parse_seeds(args.seeds))
     return res.exit_code
 

@@ -30,7 +30,8 @@ def tiny_base():
 def two(tiny_base, tmp_path_factory):
     root = tmp_path_factory.mktemp("two")
     for i, f in enumerate(("lists", "strings")):
-        lora.train_lora_on_tasks(tiny_base, make_tasks(f, 32, seed=50_000 + i), root / f, epochs=1, seed=i, r=8, alpha=16)
+        lora.train_lora_on_tasks(tiny_base, make_tasks(f, 32, seed=50_000 + i), root / f, epochs=1, seed=i,
+                                 spec=lora.LoraSpec(r=8, alpha=16))
         lora.load_adapter(tiny_base, f"sp{i}", root / f)
     yield ["sp0", "sp1"]
     for n in ("sp0", "sp1"):

@@ -19,7 +19,7 @@ from lib.engines.models import load_base
 from lib.core.tasks import make_tasks
 
 ATOL = 1e-4
-KW = {"r": 8, "alpha": 16, "targets": lora.ALL_LINEAR, "lr": 2e-3, "batch_size": 8}
+SPEC = lora.LoraSpec(r=8, alpha=16, targets=lora.ALL_LINEAR, lr=2e-3, batch_size=8)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,9 @@ def jobs():
 
 def sequential(base, job: Job) -> tuple[dict, dict]:
     """The reference: one peft adapter trained alone, its factors read back."""
-    lora.new_adapter(base, "ref", seed=job.seed, r=KW["r"], alpha=KW["alpha"], targets=KW["targets"])
-    info = lora.train_adapter(base, "ref", job.tasks, epochs=job.epochs, seed=job.seed, lr=KW["lr"],
-                              batch_size=KW["batch_size"])
+    lora.new_adapter(base, "ref", seed=job.seed, r=SPEC.r, alpha=SPEC.alpha, targets=SPEC.targets)
+    info = lora.train_adapter(base, "ref", job.tasks, epochs=job.epochs, seed=job.seed, lr=SPEC.lr,
+                              batch_size=SPEC.batch_size)
     inner = base.model.get_base_model()
     f = {m: (mod.lora_A["ref"].weight.detach().clone(), mod.lora_B["ref"].weight.detach().clone())
          for m, mod in inner.named_modules() if hasattr(mod, "lora_A") and "ref" in mod.lora_A}
@@ -57,7 +57,7 @@ def reference(base, jobs):
 
 
 def test_batched_equals_sequential_factors_steps_and_loss(base, jobs, reference):
-    out = train_many(base, jobs, max_rows=None, **KW)  # every adapter in one forward per step
+    out = train_many(base, jobs, max_rows=None, spec=SPEC)  # every adapter in one forward per step
     for (fr, ir), (fb, ib) in zip(reference, out):
         assert ib["steps"] == ir["steps"]
         assert max_diff(fr, fb) <= ATOL
@@ -69,39 +69,41 @@ def test_batched_equals_sequential_factors_steps_and_loss(base, jobs, reference)
 def test_an_adapter_whose_data_runs_out_stops_at_its_own_last_step(base, jobs, reference):
     """The 12-task adapter has 2 steps of 10: in the group it ends as trained alone (AdamW would move
     it on a zero gradient if it kept stepping), and as the reference."""
-    alone = train_many(base, [jobs[1]], max_rows=None, **KW)[0]
-    grouped = train_many(base, jobs, max_rows=None, **KW)[1]
+    alone = train_many(base, [jobs[1]], max_rows=None, spec=SPEC)[0]
+    grouped = train_many(base, jobs, max_rows=None, spec=SPEC)[1]
     assert grouped[1]["steps"] == alone[1]["steps"] == len(schedule(12, epochs=1, seed=12, batch_size=8)) == 2
     assert max_diff(alone[0], grouped[0]) <= ATOL
     assert max_diff(reference[1][0], grouped[0]) <= ATOL
 
 
 def test_chunked_steps_equal_one_pass(base, jobs):
-    one = train_many(base, jobs, max_rows=None, **KW)
+    one = train_many(base, jobs, max_rows=None, spec=SPEC)
     for rows in (8, 16):  # one adapter per pass; two adapters' rows per pass
-        chunked = train_many(base, jobs, max_rows=rows, **KW)
+        chunked = train_many(base, jobs, max_rows=rows, spec=SPEC)
         for (fa, _), (fb, _) in zip(one, chunked):
             assert max_diff(fa, fb) <= ATOL
 
 
 def test_seeds_are_respected(base, jobs):
-    a = train_many(base, [jobs[1]], **KW)[0][0]
-    b = train_many(base, [Job(jobs[1].tasks, 99, 1)], **KW)[0][0]
+    a = train_many(base, [jobs[1]], spec=SPEC)[0][0]
+    b = train_many(base, [Job(jobs[1].tasks, 99, 1)], spec=SPEC)[0][0]
     assert max_diff(a, b) > 1e-3  # another initialisation and data order: another adapter
-    assert max_diff(a, train_many(base, [jobs[1]], **KW)[0][0]) == 0.0  # the same seed: the same adapter
+    assert max_diff(a, train_many(base, [jobs[1]], spec=SPEC)[0][0]) == 0.0  # the same seed: the same adapter
 
 
 def test_folders_of_both_trainers_hold_the_same_factors(base, jobs, tmp_path):
     from safetensors.torch import load_file
     got = {}
     for trainer in ("sequential", "batched"):
-        dirs = train_loras(base, jobs[:2], [tmp_path / trainer / f"a{k}" for k in range(2)], trainer=trainer, **KW)
+        dirs = train_loras(base, jobs[:2], [tmp_path / trainer / f"a{k}" for k in range(2)], trainer=trainer, spec=SPEC)
         got[trainer] = [load_file(str(lora.check_adapter_dir(d) / lora.FILES[1])) for d in dirs]
     for s, b in zip(got["sequential"], got["batched"]):
         assert s.keys() == b.keys()
         assert max(float((s[k] - b[k]).abs().max()) for k in s) <= ATOL
     with pytest.raises(ValueError, match="unknown trainer"):
-        train_loras(base, jobs[:1], [tmp_path / "x"], trainer="parallel", **KW)
+        train_loras(base, jobs[:1], [tmp_path / "x"], trainer="parallel", spec=SPEC)
+    with pytest.raises(TypeError, match="spec or its fields"):
+        train_loras(base, jobs[:1], [tmp_path / "x"], spec=SPEC, r=8)
 
 
 def test_rows_per_pass_setting(base, monkeypatch):
@@ -120,6 +122,6 @@ def test_bf16_base_trains_float32_factors_as_peft_does(jobs):
     """A bf16 base (the GPU path's dtype, on the CPU): the factors stay float32 and match peft's."""
     b16 = load_base("tiny", device="cpu", dtype="bf16")
     ref, _ = sequential(b16, jobs[1])
-    (got, _), = train_many(b16, [jobs[1]], **KW)
+    (got, _), = train_many(b16, [jobs[1]], spec=SPEC)
     assert {a.dtype for a, _ in got.values()} == {torch.float32}
     assert max_diff(ref, got) <= 1e-4  # bf16 activations: a looser tolerance than float32's

@@ -29,7 +29,7 @@ def setup(tmp_path_factory):
     for i, f in enumerate(FAMILIES):
         d = root / f
         lora.train_lora_on_tasks(base, make_tasks(f, 64, seed=50_000 + i), d, epochs=1, seed=i,
-                                 targets=lora.ALL_LINEAR, lr=2e-3)
+                                 spec=lora.LoraSpec(targets=lora.ALL_LINEAR, lr=2e-3))
         dirs.append(d)
     prompts = [t.prompt for f in FAMILIES for t in draw(f, "test", 25, 3, distinct=True)]
     return base, dirs, prompts

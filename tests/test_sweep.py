@@ -114,7 +114,7 @@ def test_serial_sweep_equals_one_process_run(tmp_path, monkeypatch, tm_serial):
 @pytest.mark.slow
 def test_ray_sweep_equals_serial(local_ray, tmp_path, monkeypatch, tm_serial):
     _roots(monkeypatch, tmp_path)
-    res = sweep.run_sweep(tool_mutation.validate_config(TM), cpus_per_run=1, progress=False)
+    res = sweep.run_sweep(tool_mutation.validate_config(TM), resources=sweep.Resources(cpus_per_run=1), progress=False)
     assert res.exit_code == 0
     assert sorted((r["arm"], r["seed"], r["status"]) for r in res.runs) == \
         sorted((a, s, "ok") for a in TM["arms"] for s in TM["seeds"])

@@ -18,7 +18,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sp
 
 LEVEL = 0.95
 T_CI = "95 % CI (t)"
@@ -43,6 +42,7 @@ def t_ci(values, *, level: float = LEVEL) -> tuple[float, float, float]:
     m = float(x.mean())
     if x.size < MIN_T_N:
         return m, float("nan"), float("nan")
+    from scipy import stats as _sp  # lazy: scipy.stats costs half a second at start-up (lib.reproduce, lib.tables)
     half = float(_sp.t.ppf((1.0 + level) / 2.0, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     return m, m - half, m + half
 

@@ -8,10 +8,10 @@ picks one. Tests run the same steps with fake agents.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
-from pathlib import Path
-
+from lib.engines.folded import FoldedAgents
 from lib.engines.generate import BASE_ROW, Counter, generate_agents
 from lib.engines.lora import load_adapter, remove_all, save_adapter
 from lib.engines.merge import TIES_DENSITY, full_rank, merge_adapters
@@ -49,7 +49,6 @@ def make_agents(base, *, engine: str, hard: bool, batch_size: int, counter: Coun
     """The agents of a run: ``"folded"`` (:class:`lib.engines.folded.FoldedAgents`, float32 bases) or
     ``"peft"`` (:class:`PeftAgents`); ``"auto"``: folded for a float32 base, peft otherwise."""
     import torch
-    from lib.engines.folded import FoldedAgents
     if engine == "auto":
         engine = "folded" if next(base.model.parameters()).dtype == torch.float32 else "peft"
     if engine not in ("folded", "peft"):

@@ -41,7 +41,7 @@ import numpy as np
 
 from lib.core.errors import UserError
 from lib.core.tasks import Task
-from lib.engines.lora import IDLE, TARGETS, ensure_peft, new_adapter, publish_factors, remove_adapter, train_lora_on_tasks
+from lib.engines.lora import IDLE, LoraSpec, ensure_peft, new_adapter, publish_factors, remove_adapter, train_lora_on_tasks
 from lib.engines.models import encode_batch
 
 TRAINERS = ("batched", "sequential")
@@ -165,9 +165,9 @@ def rows_per_pass(base, batch_size: int) -> int | None:
     return None if str(base.device).startswith("cuda") else batch_size
 
 
-def train_many(base, jobs: Sequence[Job], *, r: int = 16, alpha: int = 32, targets=TARGETS, lr: float = 3e-3,
-               batch_size: int = 16, max_rows: int | None | str = "auto", counter=None) -> list[tuple[dict, dict]]:
-    """Train one fresh LoRA per job, all at once; returns per job ``(factors, info)``: the trained
+def train_many(base, jobs: Sequence[Job], *, spec: LoraSpec = LoraSpec(), max_rows: int | None | str = "auto",
+               counter=None) -> list[tuple[dict, dict]]:
+    """Train one fresh LoRA (``spec``) per job, all at once; returns per job ``(factors, info)``: the trained
     ``{module path: (A, B)}`` (``ΔW = alpha/r · B A``) and ``{"steps", "loss"}`` (mean loss of its last
     epoch), as :func:`lib.engines.lora.train_adapter` would.
 
@@ -178,53 +178,21 @@ def train_many(base, jobs: Sequence[Job], *, r: int = 16, alpha: int = 32, targe
     steps summed over jobs, the tokens of every row, and each job's batch as padded to its own longest.
     """
     import torch
-    from transformers.loss.loss_utils import ForCausalLMLoss
     jobs = list(jobs)
     for k, j in enumerate(jobs):
         if not j.tasks:
             raise ValueError(f"job {k}: nothing to train on")
     if max_rows == "auto":
-        max_rows = rows_per_pass(base, batch_size)
+        max_rows = rows_per_pass(base, spec.batch_size)
     ensure_peft(base)
-    s = alpha / r
-    factors = [initial_factors(base, j.seed, r=r, alpha=alpha, targets=targets) for j in jobs]
+    factors = [initial_factors(base, j.seed, r=spec.r, alpha=spec.alpha, targets=spec.targets) for j in jobs]
     for f in factors:
         for ab in f.values():
             for p in ab:
                 p.requires_grad_(True)
-    opts = [torch.optim.AdamW([p for ab in f.values() for p in ab], lr=lr, weight_decay=0.0) for f in factors]
-    plans = [schedule(len(j.tasks), epochs=j.epochs, seed=j.seed, batch_size=batch_size) for j in jobs]
-    last_epoch = [len(p) - -(-len(j.tasks) // batch_size) for p, j in zip(plans, jobs)]  # first step of the last epoch
-    losses: list[list[float]] = [[] for _ in jobs]
-    model, V, pad = base.model, base.model.config.vocab_size, base.tok.pad_token_id
-    tokens = padded = 0
-    try:
-        model.train()
-        with model.disable_adapter():
-            for step in range(max(map(len, plans))):
-                live = [k for k in range(len(jobs)) if step < len(plans[k])]  # a finished job takes no step
-                enc = {k: encode_batch(base, [jobs[k].tasks[i] for i in plans[k][step]], base.device) for k in live}
-                for k in live:
-                    opts[k].zero_grad(set_to_none=True)
-                for ks in _chunks(live, [enc[k][0].shape[0] for k in live], max_rows):
-                    ids, att, _ = _stack([enc[k] for k in ks], pad)
-                    blocks = [tuple(enc[k][0].shape) for k in ks]  # (rows, length) of each job's own batch
-                    with lora_hooks(base, [factors[k] for k in ks], blocks, s):
-                        logits = model(input_ids=ids, attention_mask=att).logits
-                    total = 0
-                    for k, lg, (_, T) in zip(ks, logits.split([n for n, _ in blocks], 0), blocks):
-                        loss = ForCausalLMLoss(lg[:, :T].contiguous(), enc[k][2], V)  # the reference's loss
-                        total = total + loss
-                        tokens += int(enc[k][1].sum())
-                        padded += enc[k][0].numel()
-                        if step >= last_epoch[k]:
-                            losses[k].append(float(loss.item()))
-                    total.backward()  # ∂(Σ L_k)/∂θ_k = ∂L_k/∂θ_k: no parameter is shared
-                for k in live:
-                    opts[k].step()
-    finally:
-        model.eval()
-        model.set_adapter(IDLE)
+    opts = [torch.optim.AdamW([p for ab in f.values() for p in ab], lr=spec.lr, weight_decay=0.0) for f in factors]
+    plans = [schedule(len(j.tasks), epochs=j.epochs, seed=j.seed, batch_size=spec.batch_size) for j in jobs]
+    losses, tokens, padded = _train_steps(base, jobs, plans, factors, opts, spec, max_rows)
     if counter is not None:
         counter(train_steps=sum(map(len, plans)), train_tokens=tokens, train_padded_tokens=padded)
     return [({m: (a.detach(), b.detach()) for m, (a, b) in f.items()},
@@ -232,26 +200,82 @@ def train_many(base, jobs: Sequence[Job], *, r: int = 16, alpha: int = 32, targe
             for f, plan, ls in zip(factors, plans, losses)]
 
 
+def _train_steps(base, jobs: list[Job], plans: list[list[np.ndarray]], factors: list[dict], opts: list,
+                 spec: LoraSpec, max_rows: int | None) -> tuple[list[list[float]], int, int]:
+    """The steps of :func:`train_many`: at step ``i`` the jobs with an ``i``-th batch (a finished job takes
+    no step) are encoded, passed forward and backward in chunks of at most ``max_rows`` rows
+    (:func:`_pass`), and each takes one AdamW step. Returns each job's losses of its last epoch, and the
+    tokens and padded tokens trained on."""
+    # each job's first step of its last epoch
+    last_epoch = [len(p) - -(-len(j.tasks) // spec.batch_size) for p, j in zip(plans, jobs)]
+    losses: list[list[float]] = [[] for _ in jobs]
+    model, scaling = base.model, spec.alpha / spec.r
+    tokens = padded = 0
+    try:
+        model.train()
+        with model.disable_adapter():
+            for step in range(max(map(len, plans))):
+                live = [k for k in range(len(jobs)) if step < len(plans[k])]
+                enc = {k: encode_batch(base, [jobs[k].tasks[i] for i in plans[k][step]], base.device) for k in live}
+                for k in live:
+                    opts[k].zero_grad(set_to_none=True)
+                for ks in _chunks(live, [enc[k][0].shape[0] for k in live], max_rows):
+                    for k, loss in zip(ks, _pass(base, [enc[k] for k in ks], [factors[k] for k in ks], scaling)):
+                        tokens += int(enc[k][1].sum())
+                        padded += enc[k][0].numel()
+                        if step >= last_epoch[k]:
+                            losses[k].append(float(loss.item()))
+                for k in live:
+                    opts[k].step()
+    finally:
+        model.eval()
+        model.set_adapter(IDLE)
+    return losses, tokens, padded
+
+
+def _pass(base, batches: list[tuple], factors: list[dict], scaling: float) -> list:
+    """One forward and one backward of the frozen base over the jobs' ``batches`` stacked, each job's
+    update added to its own block only (:func:`lora_hooks`); returns each job's loss, the reference's
+    (:func:`transformers.loss.loss_utils.ForCausalLMLoss` on its own block's logits). The backward is
+    of ``Σ_k L_k``: ``∂(Σ L_k)/∂θ_k = ∂L_k/∂θ_k``, no parameter is shared."""
+    from transformers.loss.loss_utils import ForCausalLMLoss
+    ids, att, _ = _stack(batches, base.tok.pad_token_id)
+    blocks = [tuple(b[0].shape) for b in batches]  # (rows, length) of each job's own batch
+    with lora_hooks(base, factors, blocks, scaling):
+        logits = base.model(input_ids=ids, attention_mask=att).logits
+    total, out = 0, []
+    for b, lg, (_, T) in zip(batches, logits.split([n for n, _ in blocks], 0), blocks):
+        loss = ForCausalLMLoss(lg[:, :T].contiguous(), b[2], base.model.config.vocab_size)
+        total = total + loss
+        out.append(loss)
+    total.backward()
+    return out
+
+
 def train_loras(base, jobs: Sequence[Job], paths: Sequence[str | Path], *, trainer: str = "batched",
-                r: int = 16, alpha: int = 32, targets=TARGETS, lr: float = 3e-3, batch_size: int = 16,
-                max_rows: int | None | str = "auto", counter=None) -> list[Path]:
+                spec: LoraSpec | None = None, max_rows: int | None | str = "auto", counter=None,
+                **spec_fields) -> list[Path]:
     """Train one fresh LoRA per job and write each to its folder (peft's format, atomically).
 
     ``trainer``: ``"batched"`` (:func:`train_many`) or ``"sequential"`` (the reference: one peft
     adapter after another, :func:`lib.engines.lora.train_lora_on_tasks`); the folders hold the same factors.
+    ``spec``: the LoRAs' settings, or instead its fields as keywords (``r=…, lr=…``, as :mod:`lib.society`
+    passes them); neither: :class:`LoraSpec`'s defaults.
     """
     check_trainer(trainer)
+    if spec is not None and spec_fields:
+        raise TypeError(f"train_loras: pass spec or its fields, not both (got spec and {sorted(spec_fields)})")
+    spec = LoraSpec(**spec_fields) if spec is None else spec
     jobs, paths = list(jobs), [Path(p) for p in paths]
     if len(jobs) != len(paths):
         raise ValueError(f"{len(jobs)} jobs for {len(paths)} folders")
     if not jobs:
         return []
-    kw = {"r": r, "alpha": alpha, "targets": targets, "lr": lr, "batch_size": batch_size}
     if trainer == "sequential":
-        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, counter=counter, **kw)
+        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=spec, counter=counter)
                 for j, p in zip(jobs, paths)]
-    trained = train_many(base, jobs, max_rows=max_rows, counter=counter, **kw)
-    return [publish_factors(f, p, r=r, alpha=alpha) for (f, _), p in zip(trained, paths)]
+    trained = train_many(base, jobs, spec=spec, max_rows=max_rows, counter=counter)
+    return [publish_factors(f, p, r=spec.r, alpha=spec.alpha) for (f, _), p in zip(trained, paths)]
 
 
 def check_trainer(trainer: str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lib.engines.generate import BASE_ROW, Counter, decode_new
-from lib.engines.lora import FILES, check_adapter_dir
+from lib.engines.lora import FILES, check_adapter_dir, publish_factors
 from lib.engines.merge import TIES_DENSITY
 
 PREFIX = "base_model.model."  # peft's key prefix in adapter files
@@ -199,7 +199,6 @@ class FoldedAgents:
         """Write agent ``name`` as a LoRA adapter folder (rank of its factors, scaling folded into A; a
         dense update by its SVD at full rank, which reproduces it)."""
         import torch
-        from lib.engines.lora import publish_factors
         f = {}
         for m, (a, b, s) in self.factors[name].items():
             if b is None:

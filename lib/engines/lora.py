@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -33,6 +34,18 @@ FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 class CorruptAdapterError(UserError, RuntimeError):
     """An adapter folder that is missing, incomplete or unreadable; the message names the file."""
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    """What the LoRAs a run trains share: rank ``r`` and ``alpha`` (scaling ``alpha / r``), the adapted
+    modules ``targets``, AdamW's learning rate ``lr`` and the batch size."""
+
+    r: int = 16
+    alpha: int = 32
+    targets: Sequence[str] = TARGETS
+    lr: float = 3e-3
+    batch_size: int = 16
 
 
 def lora_config(r: int = 16, alpha: int = 32, targets=TARGETS):
@@ -245,11 +258,11 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
-                        r: int = 16, alpha: int = 32, lr: float = 3e-3, batch_size: int = 16,
-                        targets=TARGETS, name: str = "_train", counter=None) -> Path:
-    """A fresh LoRA trained on ``tasks`` and saved to ``path`` (then detached)."""
-    new_adapter(base, name, r=r, alpha=alpha, seed=seed, targets=targets)
-    train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=lr, batch_size=batch_size, counter=counter)
+                        spec: LoraSpec = LoraSpec(), name: str = "_train", counter=None) -> Path:
+    """A fresh LoRA (``spec``) trained on ``tasks`` and saved to ``path`` (then detached)."""
+    new_adapter(base, name, r=spec.r, alpha=spec.alpha, seed=seed, targets=spec.targets)
+    train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=spec.lr, batch_size=spec.batch_size,
+                  counter=counter)
     save_adapter(base, name, path)
     remove_adapter(base, name)
     return Path(path)

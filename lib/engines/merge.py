@@ -19,9 +19,13 @@ peft's ``add_weighted_adapter`` silently does nothing when the name exists: the 
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Sequence
 
-from lib.engines.lora import remove_adapter
+import numpy as np
+
+from lib.engines.lora import FILES, check_adapter_dir, publish_factors, remove_adapter
 
 COMBINATION = {"exact": "cat", "linear": "linear", "ties": "ties_svd", "dare_ties": "dare_ties_svd"}
 TIES_DENSITY = 0.5  # the sex_ties arm's TIES density (the baselines choose theirs on val)
@@ -90,14 +94,9 @@ def inherit_merge(src, dst, *, rank: int, seed: int, eta: float = MUTATION_SCALE
     ``dst`` (``A = V_rᵀ``, ``B = U_r Σ_r``, ``alpha = rank``: scaling 1) and returns the energy kept by
     the truncation, ``Σ_kept σ² / Σ_all σ²`` summed over modules (before the mutation).
     """
-    import json
-    from pathlib import Path
-
-    import numpy as np
     import torch
     from safetensors import safe_open
 
-    from lib.engines.lora import FILES, check_adapter_dir, publish_factors
     src = check_adapter_dir(src)
     cfg = json.loads((Path(src) / FILES[0]).read_text())
     s = cfg["lora_alpha"] / cfg["r"]

@@ -436,24 +436,65 @@ def update_proposal(mean: np.ndarray, std: np.ndarray, elite_params: np.ndarray)
             np.clip(STD_KEEP * std + STD_TAKE * elite_params.std(axis=0), STD_MIN, STD_MAX))
 
 
-def generation_record(seed: int, method: str, generation: int, grammar, setup, cfg: SearchConfig, candidates,
-                      proposal_test_losses, *, best, best_train: float, held_out_best: float, mean, std,
-                      number: int, tournament: bool, executions: int) -> dict:
+@dataclass(frozen=True)
+class SearchRun:
+    """What stays fixed through one (seed, method) search: who it is, its config, the seed's setup
+    and the grammar it grows."""
+
+    seed: int
+    method: str
+    cfg: SearchConfig
+    setup: SeedSetup
+    grammar: Grammar
+
+    @property
+    def mode(self) -> str:
+        return MODE[self.method]
+
+    @property
+    def tournament(self) -> bool:
+        """``direct_tournament`` runs each candidate both ways round and keeps the better."""
+        return self.method == "direct_tournament"
+
+    @property
+    def number(self) -> int:
+        """Candidates per generation: half the budget for a tournament (each runs twice)."""
+        return self.cfg.candidate_budget // 2 if self.tournament else self.cfg.candidate_budget
+
+
+@dataclass
+class SearchState:
+    """What a search changes as it goes: the proposal distribution (``mean``, ``std``) and the parent
+    ``pool``, the best program on the training states so far, and the work done (training program
+    executions, prediction scores)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+    pool: list[int]
+    best: tuple | None = None
+    best_train: float = float("inf")
+    executions: int = 0
+    anchors: int = 0
+
+
+def generation_record(run: SearchRun, state: SearchState, generation: int, candidates, proposal_test_losses,
+                      held_out_best: float) -> dict:
     """The row of one generation of a (seed, method) search (the seed's record keys)."""
+    cfg, setup = run.cfg, run.setup
     return {
-        "seed": seed, "method": method, "generation": generation,
-        "training_program_executions": executions,
-        "train_best_loss_ratio": best_train, "heldout_loss_ratio": held_out_best,
+        "seed": run.seed, "method": run.method, "generation": generation,
+        "training_program_executions": state.executions,
+        "train_best_loss_ratio": state.best_train, "heldout_loss_ratio": held_out_best,
         "mean_proposed_training_loss_ratio": float(np.mean([c[0] for c in candidates])),
         "mean_proposed_heldout_loss_ratio": float(np.mean(proposal_test_losses)),
         "fraction_proposals_beating_initial_gd": float(np.mean(np.asarray(proposal_test_losses) < setup.initial_gd)),
-        "proposal_mean_change_norm": float(np.linalg.norm(mean)),
-        "proposal_std_mean": float(np.mean(std)),
-        "best_program_depth": max(grammar.depth(i) for i in best),
-        "nodes_generated": len(grammar.nodes) - cfg.primitives,
+        "proposal_mean_change_norm": float(np.linalg.norm(state.mean)),
+        "proposal_std_mean": float(np.mean(state.std)),
+        "best_program_depth": max(run.grammar.depth(i) for i in state.best),
+        "nodes_generated": len(run.grammar.nodes) - cfg.primitives,
         "minimal_signature_rank_min": min(setup.sets["train"].ranks),
         "minimal_signature_rank_max": max(setup.sets["train"].ranks),
-        "test_program_executions": cfg.test_states * (number + 1) * (2 if tournament else 1) + cfg.test_states}
+        "test_program_executions": cfg.test_states * (run.number + 1) * (2 if run.tournament else 1) + cfg.test_states}
 
 
 def bracket_probes(grammar, candidates, seed: int, generation: int, cfg: SearchConfig) -> list[dict]:
@@ -482,16 +523,16 @@ def bracket_probes(grammar, candidates, seed: int, generation: int, cfg: SearchC
     return out
 
 
-def run_cost(seed: int, method: str, cfg: SearchConfig, setup, records, diagnostics, *, seconds: float,
-             executions: int, anchors: int) -> dict:
+def run_cost(run: SearchRun, state: SearchState, records, diagnostics, seconds: float) -> dict:
     """What one (seed, method) search cost: seconds, program executions and predictor calls."""
+    cfg = run.cfg
     return {
-        "seed": seed, "method": method, "seconds_including_diagnostics": seconds,
-        "setup_seconds_including_task_and_anchor_construction": setup.seconds,
-        "training_program_executions": executions,
-        "training_primitive_field_evaluations": 2 * cfg.primitives * executions,
-        "training_loss_calls_in_program_execution": 4 * executions,
-        "prediction_score_count": anchors,
+        "seed": run.seed, "method": run.method, "seconds_including_diagnostics": seconds,
+        "setup_seconds_including_task_and_anchor_construction": run.setup.seconds,
+        "training_program_executions": state.executions,
+        "training_primitive_field_evaluations": 2 * cfg.primitives * state.executions,
+        "training_loss_calls_in_program_execution": 4 * state.executions,
+        "prediction_score_count": state.anchors,
         "base_jacobian_matrices_available": cfg.primitives,
         "test_program_executions_all_checkpoints": sum(r["test_program_executions"] for r in records),
         "diagnostic_program_executions": 2 * len(diagnostics),
@@ -499,65 +540,85 @@ def run_cost(seed: int, method: str, cfg: SearchConfig, setup, records, diagnost
 
 
 def one_run(seed: int, method: str, cfg: SearchConfig, setup: SeedSetup | None = None):
-    """One (seed, method) search; returns the seed's (records, diagnostics, cost)."""
+    """One (seed, method) search; returns the seed's (records, diagnostics, cost).
+
+    Each generation proposes its candidates and scores them on the training states
+    (:func:`propose_generation`), scores them on the held-out states (never shown to the proposer),
+    updates the proposal (:func:`learn_proposal`) and records the generation; the ``corrected``
+    method also records its bracket diagnostics (:func:`bracket_probes`).
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {list(METHODS)}")
     setup = setup or SeedSetup(seed, cfg)
-    task = setup.task
-    grammar = Grammar(task, setup.sets)
+    run = SearchRun(seed, method, cfg, setup, Grammar(setup.task, setup.sets))
     start = time.perf_counter()
     rng = search_rng(seed, cfg)
     mean, std = initial_proposal(cfg)
-    pool = list(range(cfg.primitives))
-    records, diagnostics, best, best_train = [], [], None, float("inf")
-    training_program_executions = prediction_anchors = 0
-    mode, tournament = MODE[method], method == "direct_tournament"
-    # Held-out evaluation restarts the same local generator each time: its coin flips are fixed.
-    local_rng = heldout_rng(seed, cfg)
-    test_flags = [bool(local_rng.integers(0, 2)) for _ in range(cfg.test_states)] if mode == "random_order" else None
-    held_cache: dict[tuple, float] = {}
+    state = SearchState(mean, std, pool=list(range(cfg.primitives)))
+    records, diagnostics = [], []
+    held_out = held_out_loss(run)
+    for generation in range(1, cfg.generations + 1):
+        candidates = propose_generation(run, state, rng)
+        proposal_test_losses = [held_out(c[1]) for c in candidates]
+        learn_proposal(run, state, rng, candidates)
+        records.append(generation_record(run, state, generation, candidates, proposal_test_losses,
+                                         held_out(state.best)))
+        if method == "corrected":
+            diagnostics += bracket_probes(run.grammar, candidates, seed, generation, cfg)
+    cost = run_cost(run, state, records, diagnostics, seconds=time.perf_counter() - start)
+    return records, diagnostics, cost
+
+
+def held_out_loss(run: SearchRun):
+    """``pair -> its mean loss ratio on the held-out states``, cached; evaluation never changes the trained
+    program or the proposal state. random_order's held-out coin flips are drawn once: held-out evaluation
+    restarts the same local generator each time (:func:`heldout_rng`)."""
+    cfg, tournament = run.cfg, run.tournament
+    local_rng = heldout_rng(run.seed, cfg)
+    test_flags = [bool(local_rng.integers(0, 2)) for _ in range(cfg.test_states)] if run.mode == "random_order" else None
+    cache: dict[tuple, float] = {}
 
     def held_out(pair):
-        # Evaluation never changes the trained program or the proposal state.
-        if pair not in held_cache:
-            held_cache[pair] = evaluate_program(grammar, pair, "test", mode, cfg.score_tolerance,
-                                                test_flags, both=tournament)[0]
-        return held_cache[pair]
+        if pair not in cache:
+            cache[pair] = evaluate_program(run.grammar, pair, "test", run.mode, cfg.score_tolerance,
+                                           test_flags, both=tournament)[0]
+        return cache[pair]
+    return held_out
 
-    for generation in range(cfg.generations):
-        number = cfg.candidate_budget // 2 if tournament else cfg.candidate_budget
-        candidates = []
-        for _ in range(number):
-            pair, params = propose_pair(rng, grammar, mean, std, pool, cfg)
-            flags = [bool(rng.integers(0, 2)) for _ in range(cfg.train_states)] if mode == "random_order" else None
-            loss, choices = evaluate_program(grammar, pair, "train", mode, cfg.score_tolerance, flags, both=tournament)
-            training_program_executions += cfg.train_states * (2 if tournament else 1)
-            prediction_anchors += cfg.train_states if method not in ("random_order", "direct_tournament") else 0
-            candidates.append((loss, tuple(pair), params.copy(), choices))
-            if loss < best_train:
-                best_train, best = loss, tuple(pair)
-        candidates.sort(key=lambda c: c[0])
-        proposal_test_losses = [held_out(c[1]) for c in candidates]
-        # Proposal update: learners from the elite, no_feedback from random candidates (same
-        # dynamics, no selection signal), frozen_proposer not at all.
-        if method != "frozen_proposer":
-            if method == "no_feedback":
-                chosen = rng.choice(len(candidates), size=min(cfg.elite_count, len(candidates)), replace=False)
-                elite = [candidates[i] for i in chosen]
-            else:
-                elite = candidates[:cfg.elite_count]
-            elite_params = np.asarray([c[2] for c in elite])
-            mean, std = update_proposal(mean, std, elite_params)
-            pool = [index for c in elite for index in c[1]]
-        records.append(generation_record(seed, method, generation + 1, grammar, setup, cfg, candidates,
-                                         proposal_test_losses, best=best, best_train=best_train,
-                                         held_out_best=held_out(best), mean=mean, std=std, number=number,
-                                         tournament=tournament, executions=training_program_executions))
-        if method == "corrected":
-            diagnostics += bracket_probes(grammar, candidates, seed, generation + 1, cfg)
-    cost = run_cost(seed, method, cfg, setup, records, diagnostics, seconds=time.perf_counter() - start,
-                    executions=training_program_executions, anchors=prediction_anchors)
-    return records, diagnostics, cost
+
+def propose_generation(run: SearchRun, state: SearchState, rng: np.random.Generator) -> list[tuple]:
+    """One generation's candidates ``(training loss, pair, gate parameters, order choices)``, best first:
+    each proposed (:func:`propose_pair`) and run on the training states (random_order: on coin flips
+    drawn from ``rng``); the work is counted and the best program so far kept in ``state``."""
+    cfg, mode, tournament = run.cfg, run.mode, run.tournament
+    candidates = []
+    for _ in range(run.number):
+        pair, params = propose_pair(rng, run.grammar, state.mean, state.std, state.pool, cfg)
+        flags = [bool(rng.integers(0, 2)) for _ in range(cfg.train_states)] if mode == "random_order" else None
+        loss, choices = evaluate_program(run.grammar, pair, "train", mode, cfg.score_tolerance, flags, both=tournament)
+        state.executions += cfg.train_states * (2 if tournament else 1)
+        state.anchors += cfg.train_states if run.method not in ("random_order", "direct_tournament") else 0
+        candidates.append((loss, tuple(pair), params.copy(), choices))
+        if loss < state.best_train:
+            state.best_train, state.best = loss, tuple(pair)
+    candidates.sort(key=lambda c: c[0])
+    return candidates
+
+
+def learn_proposal(run: SearchRun, state: SearchState, rng: np.random.Generator, candidates: list[tuple]) -> None:
+    """Proposal update (:func:`update_proposal`) and the next parent pool: learners from the elite (the
+    best ``elite_count`` candidates), no_feedback from as many random candidates (same dynamics, no
+    selection signal), frozen_proposer not at all."""
+    if run.method == "frozen_proposer":
+        return
+    if run.method == "no_feedback":
+        chosen = rng.choice(len(candidates), size=min(run.cfg.elite_count, len(candidates)), replace=False)
+        elite = [candidates[i] for i in chosen]
+    else:
+        elite = candidates[:run.cfg.elite_count]
+    elite_params = np.asarray([c[2] for c in elite])
+    state.mean, state.std = update_proposal(state.mean, state.std, elite_params)
+    state.pool = [index for c in elite for index in c[1]]
 
 
 def run_seed(seed: int, cfg: SearchConfig, methods=METHODS, search=None):

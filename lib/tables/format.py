@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lib.core.stats import format_p
+
 NO_DATA = "No data yet: the study has not run at this scale.\n"
 
 
@@ -31,7 +33,6 @@ def ci(lo, hi) -> str:
 
 
 def p_text(p) -> str:
-    from lib.core.stats import format_p
     p = num(p)
     return "—" if not np.isfinite(p) else format_p(p)
 

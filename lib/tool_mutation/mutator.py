@@ -536,7 +536,7 @@ def _run_one(cfg: dict, arm: str, seed: int, shard, done: int | None, bar=None) 
     """
     exp = cfg["experiment"]
     task = Task.make(seed, cfg["d_in"], cfg["teacher_hidden"], cfg["noise_std"])
-    x_val, y_val = task.sample(cfg["n_val"])                   # scores variants
+    val = task.sample(cfg["n_val"])                            # scores variants
     x_test, y_test = task.sample(cfg["n_test"])                # reported only
     torch.manual_seed(seed)
     host = Host(cfg["d_in"], cfg["hidden"])
@@ -560,37 +560,14 @@ def _run_one(cfg: dict, arm: str, seed: int, shard, done: int | None, bar=None) 
     block = [] if done is not None else [row(0, "host", "heldout_loss", heldout())]
     train_losses = []
     for step in range(1, cfg["n_steps"] + 1):
-        # train: one SGD step on a fresh minibatch
-        x, y = task.sample(cfg["batch_size"])
-        loss = F.mse_loss(host(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        train_losses.append(loss.item())
-
-        # mutate, score on the validation batch, promote
+        train_losses.append(_sgd_step(host, opt, *task.sample(cfg["batch_size"])))
         if mutating and step % cfg["mutate_every"] == 0:
             for name in cfg["tools"]:
-                mutator.reset_scores(name)                     # the host trained on: old scores are stale
-                cur = mutator.current(name).id
-                ids = [mutator.mutate(name) for _ in range(cfg["n_variants"])]
-                losses = mutator.evaluate(name, x_val, y_val, ids=[cur, *ids])
-                if arm == "mutate_promote":
-                    chosen = mutator.best(name).id
-                else:
-                    chosen = [cur, *ids][int(chooser.integers(len(ids) + 1))]
-                mutator.promote(name, chosen)
-                promotions[name] += chosen != cur
-                block += [row(step, name, "current_val_loss", losses[cur]),
-                          row(step, name, "best_variant_val_loss", min(losses[i] for i in ids)),
-                          row(step, name, "chosen_val_loss", losses[chosen]),
-                          row(step, name, "promoted", chosen != cur),
-                          row(step, name, "promotions", promotions[name]),
-                          row(step, name, "lineage_depth", mutator.current(name).generation)]
+                block += [row(step, name, metric, value) for metric, value in
+                          _mutation_round(mutator, name, val, arm=arm, n_variants=cfg["n_variants"],
+                                          chooser=chooser, promotions=promotions)]
             opt = torch.optim.SGD(host.parameters(), lr=cfg["lr"])  # the host may hold new modules
-
-        # log a block
-        if step % cfg["log_every"] == 0:
+        if step % cfg["log_every"] == 0:  # log a block
             block += [row(step, "host", "train_loss", np.mean(train_losses)),
                       row(step, "host", "heldout_loss", heldout())]
             train_losses = []
@@ -601,10 +578,45 @@ def _run_one(cfg: dict, arm: str, seed: int, shard, done: int | None, bar=None) 
         if bar is not None:
             bar.update(1)
     if mutating:
-        lin = mutator.lineage_table().assign(arm=arm, seed=seed)
-        path = shard.parent / "lineage" / shard.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lin.to_csv(path, index=False)
+        _write_lineage(mutator, arm, seed, shard)
+
+
+def _sgd_step(host: Host, opt, x, y) -> float:
+    """Train: one SGD step on the minibatch ``(x, y)``; returns its loss."""
+    loss = F.mse_loss(host(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def _mutation_round(mutator: ToolMutator, name: str, val, *, arm: str, n_variants: int, chooser,
+                    promotions: dict[str, int]) -> list[tuple[str, float]]:
+    """Mutate, score on the validation batch ``val``, promote: ``n_variants`` mutants of tool ``name``
+    scored beside its current version; ``mutate_promote`` promotes the best, ``random_promote`` one drawn
+    by ``chooser`` (the current version included). Counts a promotion in ``promotions``; returns the
+    round's ``(metric, value)`` rows."""
+    mutator.reset_scores(name)                                 # the host trained on: old scores are stale
+    cur = mutator.current(name).id
+    ids = [mutator.mutate(name) for _ in range(n_variants)]
+    losses = mutator.evaluate(name, *val, ids=[cur, *ids])
+    if arm == "mutate_promote":
+        chosen = mutator.best(name).id
+    else:
+        chosen = [cur, *ids][int(chooser.integers(len(ids) + 1))]
+    mutator.promote(name, chosen)
+    promotions[name] += chosen != cur
+    return [("current_val_loss", losses[cur]), ("best_variant_val_loss", min(losses[i] for i in ids)),
+            ("chosen_val_loss", losses[chosen]), ("promoted", chosen != cur),
+            ("promotions", promotions[name]), ("lineage_depth", mutator.current(name).generation)]
+
+
+def _write_lineage(mutator: ToolMutator, arm: str, seed: int, shard) -> None:
+    """The run's lineage table (:meth:`ToolMutator.lineage_table`) beside its shard, under ``lineage/``."""
+    lin = mutator.lineage_table().assign(arm=arm, seed=seed)
+    path = shard.parent / "lineage" / shard.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lin.to_csv(path, index=False)
 
 
 def manifest_config(cfg: dict) -> dict:
