@@ -32,8 +32,9 @@ import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from lib.core.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
-from lib.core.jsonfile import read_json, write_json  # noqa: E402
+from lib.core.jsonfile import write_json  # noqa: E402
 from lib.core.rows import sha256_of  # noqa: E402
+from lib.core.figure_index import index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
 from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 
 from lib.core.palette import REFERENCE_GREY, TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT  # noqa: E402,F401  (re-exported)
@@ -385,17 +386,6 @@ def _abs(p: str) -> Path:
     return Path(p) if Path(p).is_absolute() else REPO_ROOT / p
 
 
-def _index_path(scale: str) -> Path:
-    return figures_dir(scale) / "index.json"
-
-
-def read_index(scale: str) -> dict:
-    """``figures/<scale>/index.json`` (``{}`` when absent); unreadable, a one-line error naming it."""
-    p = _index_path(scale)
-    return read_json(p, fix=f"delete it and run notebook 05 (make reproduce SCALE={scale}), which redraws "
-                            f"every panel and rebuilds the index") if p.is_file() else {}
-
-
 def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterable[str] = (),
                 config: str | Iterable[str] | None = None, notebook: str | None = None) -> list[Path]:
     """Save ``fig`` as ``figures/<scale>/<name>.pdf`` and ``.png`` and record it in the index.
@@ -421,7 +411,7 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
     idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": data,
                  "data_sha256": {d: sha256_of(_abs(d)) for d in data if _abs(d).is_file()},
                  "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
-    write_json(_index_path(scale), idx)
+    write_json(index_path(scale), idx)
     return paths
 
 
