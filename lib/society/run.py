@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from lib.core.config import Frozen
 from lib.core.jsonfile import write_json
 from lib.core.locks import folder_lock, shard_locks
 from lib.core.manifest import MANIFEST, check_resumable, now, read_manifest, write_manifest
@@ -40,13 +41,13 @@ from lib.society.shard_job import ShardJob
 
 # Names the readers and tests of this runner import from it (kept importable here): the config's, the
 # rows', the random streams' and the shard's.
-from lib.society.config import (SCHEMA, arm_settings, load, load_file, merge_method, parse_arm, resolve_arm,  # noqa: F401,E402
+from lib.society.config import (SCHEMA, arm_settings, load, load_file, merge_method, parse_arm, resolve_arm,  # noqa: F401
                                 runs_of, seed_list)
-from lib.society.children import lora_steps  # noqa: F401,E402
-from lib.society.founders import ensure_founders  # noqa: F401,E402
-from lib.society.rows import COLUMNS, DIAGNOSTICS, RowWriter  # noqa: F401,E402
-from lib.society.shard_job import Interrupted  # noqa: F401,E402
-from lib.society.streams import child_seed, generation_rng, selection_rng  # noqa: F401,E402
+from lib.society.children import lora_steps  # noqa: F401
+from lib.society.founders import ensure_founders  # noqa: F401
+from lib.society.rows import COLUMNS, DIAGNOSTICS, RowWriter  # noqa: F401
+from lib.society.shard_job import Interrupted  # noqa: F401
+from lib.society.streams import child_seed, generation_rng, selection_rng  # noqa: F401
 
 # where a shard marks a generation done (``mark_done``): lib.sweep's fault injection patches it there
 BLOCK_MODULES = (shard, baseline_shard)
@@ -55,7 +56,7 @@ BLOCK_MODULES = (shard, baseline_shard)
 # ----------------------------------------------------------------------------- the runner contract
 
 
-def manifest_config(cfg) -> dict:
+def manifest_config(cfg) -> Frozen:
     """The folder-identifying config (what the data means, without the keys that choose shards), under the
     name lib.provenance and lib.sweep look for: :attr:`lib.society.config.SocietyConfig.core`."""
     return validate_config(cfg).core
