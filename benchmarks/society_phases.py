@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lib.core.config import load_yaml
 from lib.society import run as society
 from lib.engines.batched import ROWS_ENV
+from lib.society.config import load_file
 from lib.society.founders import ensure_founders
 from lib.engines.models import load_base
 from lib.engines.timing import PhaseTimer
@@ -269,7 +269,7 @@ def main() -> None:
     ap.add_argument("--from-data", action="store_true",
                     help="summarise the phase times recorded by the committed run instead of running")
     args = ap.parse_args()
-    cfg = load_yaml(args.config)
+    cfg = dict(load_file(args.config))  # every key, its overlays resolved
     for kv in args.set:
         k, sep, v = kv.partition("=")
         if not sep or k not in cfg:

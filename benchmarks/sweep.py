@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray (= parallel runs)")
     args = ap.parse_args(argv)
 
-    cfg = experiment.load(args.config)
+    cfg = dict(experiment.load(args.config))  # a copy to change (the society's config is read-only)
     if isinstance(cfg.get("seeds"), list):
         cfg["seeds"] = cfg["seeds"][:args.seeds]
     else:

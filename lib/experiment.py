@@ -1,8 +1,10 @@
 """Run any experiment from its config: ``python -m lib.experiment configs/<exp>/<scale>.yaml``.
 
-The config's ``kind`` names the runner. Every runner module exposes the same three things:
+A config file may be an overlay of others (``extends:``, :func:`lib.core.config.load_layers`): it is
+read with them resolved, then the config's ``kind`` names the runner. Every runner module exposes:
 
-- ``validate_config(cfg) -> dict``: the complete, checked config (raises ``ConfigError``);
+- ``validate_config(cfg) -> dict``: the complete, checked config (raises ``ConfigError``; the society's
+  is a read-only :class:`lib.society.config.SocietyConfig`);
 - ``run_experiment(cfg) -> pandas.DataFrame``: runs it, writing rows and a manifest under
   ``data/<scale>/<experiment>/`` as it goes; re-running resumes;
 - ``shards(cfg) -> list[dict]``: the independent runs it is made of (one per arm × seed, or per
@@ -29,7 +31,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from lib.core.config import ConfigError, load_yaml
+from lib.core.config import ConfigError, load_layers
 from lib.core.errors import DataMismatchError, cli_main
 from lib.core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
 from lib.core.paths import data_dir
@@ -52,8 +54,8 @@ def runner(kind: str) -> ModuleType:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a config file; nothing expensive happens here."""
-    cfg = load_yaml(path)
+    """Read a config file (its overlays resolved) and validate it; nothing expensive happens here."""
+    cfg = load_layers(path)
     if "kind" not in cfg:
         raise ConfigError(f"{path}: the config has no 'kind'; known kinds are {sorted(RUNNERS)}")
     return runner(cfg["kind"]).validate_config(cfg)

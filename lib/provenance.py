@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.core.config import config_hash, load_yaml
+from lib.core.config import config_hash
 from lib.core.errors import DamagedFileError, one_line
 from lib.core.figure_index import read_index
 from lib.core.manifest import read_manifest
 from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
-from lib.experiment import runner
+from lib.experiment import load, runner
 
 EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "program_search")
 
@@ -44,9 +44,8 @@ def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
         if not cpath.is_file():
             rows.append({**row, "agrees": False, "note": "no config file"})
             continue
-        raw = load_yaml(cpath)
-        mod = runner(raw["kind"])
-        cfg = mod.validate_config(raw)
+        cfg = load(cpath)  # its overlays resolved, validated
+        mod = runner(cfg["kind"])
         # a runner whose shards share one folder hashes the config without its arms/seeds
         want = config_hash(getattr(mod, "manifest_config", lambda c: c)(cfg))
         if m is None:

@@ -1,8 +1,9 @@
 """Re-execute every numbered notebook with papermill: ``python -m lib.reproduce --scale S``.
 
 Each notebook runs in its own papermill subprocess (``-k python3``), parameterised by
-``configs/<experiment>/<scale>.yaml`` (``-f``), into ``build/<scale>/`` — the source notebooks stay
-clean. A notebook's data that already exists for that scale and matches its config is reused;
+``configs/<experiment>/<scale>.yaml`` resolved — its overlays (``extends``) merged, validated, every key
+written out — in ``build/<scale>/params/<experiment>.yaml`` (``-f``, :func:`params_file`), into
+``build/<scale>/`` — the source notebooks stay clean. A notebook's data that already exists for that scale and matches its config is reused;
 ``--force`` first moves that data aside (to ``build/<scale>/previous/``, nothing is deleted) so it is
 recomputed. The ``paper`` scale needs CUDA for the society: on a machine without it the runner says
 so up front, skips notebook 03 and rebuilds everything else.
@@ -25,7 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from lib import experiment, pages
+from lib.core.config import thaw
 from lib.core.device import cuda_available
 from lib.core.errors import MissingDataError, cli_main
 from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir, rel
@@ -70,11 +74,25 @@ def failed_cell(executed: Path) -> str:
     return ""
 
 
+def params_file(name: str, scale: str) -> Path:
+    """Write papermill's parameter file for experiment ``name`` at ``scale``: its config
+    (``configs/<name>/<scale>.yaml``) resolved — overlays merged, validated, every key — as flat YAML in
+    ``build/<scale>/params/<name>.yaml``; returns the path. A notebook is never given an overlay file."""
+    cfg = thaw(experiment.load(config_path(name, scale)))
+    out = BUILD / scale / "params" / f"{name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {config_path(name, scale).relative_to(REPO_ROOT)} resolved by lib.reproduce (do not edit)\n"
+                   + yaml.safe_dump(cfg, sort_keys=False))
+    return out
+
+
 def papermill_command(step: Step, scale: str, out: Path, skip: list[str]) -> list[str]:
+    """The papermill command that executes ``step``'s notebook at ``scale`` into ``out`` (writing its
+    parameter file, :func:`params_file`)."""
     cmd = [sys.executable, "-m", "papermill", str(NOTEBOOKS / step.notebook), str(out),
            "-k", "python3", "--cwd", str(NOTEBOOKS), "--no-progress-bar"]
     if step.experiment is not None:
-        cmd += ["-f", str(config_path(step.experiment, scale))]
+        cmd += ["-f", str(params_file(step.experiment, scale))]
     else:
         cmd += ["-p", "scale", scale]
         if skip:

@@ -122,7 +122,8 @@ def parse_fault(spec: str | None) -> tuple[str, int, int, str] | None:
 
 @contextlib.contextmanager
 def _injected(mod, arm: str, seed: int, fault, marker: Path):
-    """Patch ``mod`` so that the run (arm, seed) fails mid-block ``fault[2]`` (see module doc).
+    """Patch ``mod`` (or the modules it names in ``BLOCK_MODULES``, where its blocks are marked done) so
+    that the run (arm, seed) fails mid-block ``fault[2]`` (see module doc).
 
     ``raise``: an :class:`InjectedFault`. ``exit``: the worker process dies (``os._exit``), as on a
     preempted node, once per sweep (``marker`` records it) so that Ray's retry can finish the run;
@@ -135,7 +136,9 @@ def _injected(mod, arm: str, seed: int, fault, marker: Path):
     if mode == "exit" and marker.exists():
         yield
         return
-    name = "mark_done" if hasattr(mod, "mark_done") else "run_seed" if hasattr(mod, "run_seed") else None
+    mods = getattr(mod, "BLOCK_MODULES", (mod,))  # where the runner marks its blocks done
+    name = ("mark_done" if all(hasattr(m, "mark_done") for m in mods) else
+            "run_seed" if all(hasattr(m, "run_seed") for m in mods) else None)
 
     def fail():
         if mode == "exit" and _in_ray_worker():
@@ -146,18 +149,22 @@ def _injected(mod, arm: str, seed: int, fault, marker: Path):
 
     if name is None:
         fail()
-    real = getattr(mod, name)
 
-    def faulty(*args, **kw):
-        if name == "run_seed" or int(args[1]) == block:
-            fail()
-        return real(*args, **kw)
+    def faulty(real):
+        def call(*args, **kw):
+            if name == "run_seed" or int(args[1]) == block:
+                fail()
+            return real(*args, **kw)
+        return call
 
-    setattr(mod, name, faulty)
+    reals = [getattr(m, name) for m in mods]
+    for m, real in zip(mods, reals):
+        setattr(m, name, faulty(real))
     try:
         yield
     finally:
-        setattr(mod, name, real)
+        for m, real in zip(mods, reals):
+            setattr(m, name, real)
 
 
 def _in_ray_worker() -> bool:

@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
+from lib.core.config import load_layers
 from lib.core.paths import REPO_ROOT
 from lib import style
 from lib.society import arms, figures  # noqa: F401  (figures registers the arms' looks)
@@ -48,9 +50,9 @@ def test_derived_names():
 
 
 def test_an_unknown_arm_exits_2_naming_the_known_ones(tmp_path):
-    cfg = (REPO_ROOT / "configs/society/smoke.yaml").read_text()
+    cfg = load_layers(REPO_ROOT / "configs/society/smoke.yaml")  # its overlays resolved
     bad = tmp_path / "bad.yaml"
-    bad.write_text(cfg.replace("arms: [", "arms: [no_such_arm, ", 1))
+    bad.write_text(yaml.safe_dump({**cfg, "arms": ["no_such_arm", *cfg["arms"]]}))
     out = subprocess.run([sys.executable, "-m", "lib.experiment", str(bad)], cwd=REPO_ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2, out.stderr

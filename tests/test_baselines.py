@@ -9,7 +9,7 @@ import torch
 from lib.society import baselines, run as society
 from lib.engines import lora
 from lib.engines.merge import delta_weights, full_rank, merge_adapters
-from lib.society.config import BASELINES, Settings
+from lib.society.config import BASELINES
 from lib.core.tasks import make_tasks
 
 MICRO = {
@@ -75,7 +75,7 @@ def test_lorahub_keeps_to_its_budget_and_returns_the_best_weights():
 
 
 def test_society_val_evals_counts_selection_and_screening():
-    s = Settings.of(society.validate_config({**MICRO, "generations": 8, "agents": 6, "n_parents": 3}))
+    s = society.validate_config({**MICRO, "generations": 8, "agents": 6, "n_parents": 3})
     assert baselines.society_val_evals(s) == 8 * 6 + 7 * 6 * 2  # 132, the cpu config's grounded run
 
 
@@ -85,7 +85,7 @@ def test_every_baseline_writes_its_rows_and_cost(tiny_base, tmp_path):
     assert set(rows.arm) == set(BASELINES) and set(rows.generation) == {cfg["generations"] - 1}
     wide = rows.pivot_table(index="arm", columns="metric", values="value")
     assert wide["test_overall"].between(0, 1).all() and wide["val_overall"].notna().all()
-    s = Settings.of(cfg)
+    s = society.validate_config(cfg)
     assert wide.loc["baseline_task_arithmetic", "cost_val_evals"] == len(baselines.TA_LAMBDAS)
     assert wide.loc["baseline_ties", "cost_val_evals"] == len(baselines.TIES_GRID)
     assert wide.loc["baseline_lorahub", "cost_val_evals"] <= baselines.society_val_evals(s)

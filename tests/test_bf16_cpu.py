@@ -18,7 +18,7 @@ import torch
 from safetensors import safe_open
 
 from lib.core.errors import DataMismatchError, DeviceError
-from lib.society import run as society
+from lib.society import run as society, shard
 from lib.engines.models import load_base
 from lib.society.config import CPU_BF16_ENV
 
@@ -52,13 +52,13 @@ def test_bf16_society_on_the_cpu_runs_every_phase_and_resumes(runs, tmp_path, mo
     assert not (tmp_path / "refused").exists()
     monkeypatch.setenv(CPU_BF16_ENV, "1")
     engines = []
-    real = society.make_agents
+    real = shard.make_agents
 
     def spy(base, **kw):
         agents = real(base, **kw)
         engines.append((type(agents).__name__, next(base.model.parameters()).dtype))
         return agents
-    monkeypatch.setattr(society, "make_agents", spy)
+    monkeypatch.setattr(shard, "make_agents", spy)  # where a shard makes its agents
 
     whole = society.run_experiment(cfg, folder=tmp_path / "a")
     one = _cfg(runs, arms=["full"])

@@ -18,10 +18,11 @@ import yaml
 from lib import experiment
 from lib.core import errors, manifest
 from lib.core.config import load_yaml
+from lib.society.config import load as load_society
 from lib.core.paths import REPO_ROOT, config_path
 
 TM = load_yaml(config_path("tool_mutation", "smoke"))
-SOC = load_yaml(config_path("society", "smoke"))
+SOC = dict(load_society("society", "smoke"))  # every key, its overlays resolved
 NO_RAY = "import sys, runpy; sys.modules['ray'] = None; sys.argv[0] = 'lib.sweep'; runpy.run_module('lib.sweep', run_name='__main__')"
 
 

@@ -22,13 +22,12 @@ import yaml
 
 from lib import experiment, provenance
 from lib.core import jsonfile, rows
-from lib.core.config import load_yaml
 from lib.core.errors import DamagedFileError
 from lib.core.paths import REPO_ROOT, config_path
 from lib.engines import models
 from lib.society import run as society
 
-CFG = {**load_yaml(config_path("society", "smoke")), "arms": ["full"]}
+CFG = {**society.load("society", "smoke"), "arms": ["full"]}
 SHARD = "full_s0"
 
 

@@ -10,13 +10,13 @@ from itertools import combinations
 
 import pytest
 
-from lib.core.config import load_yaml
 from lib.core.paths import CONFIGS, REPO_ROOT
 from lib.society import pools
-from lib.society.config import Settings, seed_list, validate_config
+from lib.society.config import load_file, seed_list, validate_config
 from lib.core.tasks import FAMILIES, make_tasks, region
 
-CONFIG_FILES = sorted(CONFIGS.glob("society*/*.yaml")) + [REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"]
+CONFIG_FILES = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base") + [  # base.yaml: a layer
+    REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"]
 
 
 @lru_cache(maxsize=1)
@@ -44,8 +44,8 @@ _AUDITS: dict = {}
 def audit(cfg: dict, seed: int) -> dict:
     """pools.audit, once per (settings that shape the pools, seed): the variant configs of one run
     (elitism, g sweep, recombination) share their main run's pools."""
-    s = Settings.of(cfg)
-    key = (s.families, s.agents, s.generations, s.n_test, s.n_val, s.n_screen, s.n_conf, s.n_inherit,
+    s = validate_config(cfg)
+    key = (s.families, s.agents, s.generations, s.n_test, s.n_val, s.resolved_n_screen, s.n_conf, s.n_inherit,
            s.spec_train, s.hard, s.base_model, seed)
     if key not in _AUDITS:
         _AUDITS[key] = pools.audit(cfg, seed, pretraining=False)
@@ -54,8 +54,7 @@ def audit(cfg: dict, seed: int) -> dict:
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_pool_of_every_seed_is_disjoint_from_every_other_part(path):
-    cfg = validate_config(load_yaml(path))
-    s = Settings.of(cfg)
+    cfg = s = load_file(path)
     for seed in seed_list(cfg):
         pool = dict(audit(cfg, seed))
         if s.base_model == "tiny":
@@ -77,7 +76,7 @@ def test_every_pool_of_every_seed_is_disjoint_from_every_other_part(path):
 
 
 def test_test_and_val_are_drawn_per_seed():
-    cfg = validate_config(load_yaml(CONFIGS / "society" / "cpu.yaml"))
+    cfg = load_file(CONFIGS / "society" / "cpu.yaml")
     a, b = pools.audit(cfg, 0, pretraining=False), pools.audit(cfg, 1, pretraining=False)
     assert set(a["test"]) != set(b["test"]) and set(a["val"]) != set(b["val"])
     assert len(a["test"]) >= 100 * len(cfg["families"])  # >= 100 unseen test items per family
@@ -88,7 +87,7 @@ def test_audit_command_prints_every_pool_as_json():
                           "--no-pretraining"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    cfg = validate_config(load_yaml(CONFIGS / "society" / "smoke.yaml"))
+    cfg = load_file(CONFIGS / "society" / "smoke.yaml")
     assert got == pools.audit(cfg, 0, pretraining=False)
     assert {"val", "screening", "test", "conformity_t0", "inheritance_t0", "founder0_lists"} <= set(got)
     bad = subprocess.run([sys.executable, "-m", "lib.society.pools", "configs/society/nope.yaml"], cwd=REPO_ROOT,

@@ -4,9 +4,11 @@ from __future__ import annotations
 import json
 
 import nbformat
+import yaml
 
-from lib import reproduce
-from lib.core.paths import BUILD, REPO_ROOT
+from lib import experiment, reproduce
+from lib.core.paths import BUILD, REPO_ROOT, config_path
+from lib.society.config import SCHEMA, load
 
 
 def test_every_step_has_a_notebook_with_a_parameters_cell():
@@ -22,10 +24,16 @@ def test_every_step_has_a_notebook_with_a_parameters_cell():
         assert not errors, f"{step.notebook} is stored with an error output"
 
 
-def test_command_uses_python3_kernel_and_the_scale_config(tmp_path):
+def test_command_uses_python3_kernel_and_the_scale_config(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "BUILD", tmp_path / "build")
     cmd = reproduce.papermill_command(reproduce.STEPS[0], "cpu", tmp_path / "o.ipynb", [])
     assert cmd[cmd.index("-k") + 1] == "python3"
-    assert cmd[cmd.index("-f") + 1].endswith("configs/operators/cpu.yaml")
+    params = cmd[cmd.index("-f") + 1]  # the resolved config, never the file in configs/
+    assert params == str(tmp_path / "build" / "cpu" / "params" / "operators.yaml")
+    assert yaml.safe_load(open(params)) == experiment.load(config_path("operators", "cpu"))
+    society = reproduce.papermill_command(reproduce.STEPS[2], "smoke", tmp_path / "o.ipynb", [])
+    flat = yaml.safe_load(open(society[society.index("-f") + 1]))  # an overlay, given flat: every key
+    assert "extends" not in flat and flat == dict(load("society", "smoke")) and set(flat) >= set(SCHEMA)
     last = reproduce.papermill_command(reproduce.STEPS[-1], "paper", tmp_path / "o.ipynb", ["society"])
     assert "-p" in last and "paper" in last
     assert json.loads(last[last.index("-y") + 1]) == {"skip_experiments": ["society"]}

@@ -12,7 +12,6 @@ from lib.engines import lora, merge
 from lib.society import run as society
 from lib.engines.generate import generate_agents, generate_agents_loop
 from lib.society import pools
-from lib.society.config import Settings
 from lib.operators.ops import elite_indices
 from lib.core.tasks import FAMILIES, make_pool, make_tasks
 
@@ -123,9 +122,7 @@ def test_config_errors(tmp_path):
 def test_paper_scale_refuses_on_cpu(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    from lib.core.config import load_yaml
-    from lib.core.paths import config_path
-    cfg = society.validate_config(load_yaml(config_path("society", "paper")))
+    cfg = society.load("society", "paper")
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
         society.run_experiment(cfg, folder=tmp_path / "data")
     assert not (tmp_path / "data").exists()  # refused before writing anything
@@ -209,7 +206,7 @@ def test_child_seeds_are_independent_across_replicates():
 
 
 def test_conformity_and_inheritance_pools_are_disjoint(tmp_path):
-    s = Settings.of(cfg_with(tmp_path, n_conf=60, n_inherit=240))
+    s = cfg_with(tmp_path, n_conf=60, n_inherit=240)
     for seed in (0, 1):
         for t in (0, 3):
             conf = {x.prompt for x in pools.conformity_pool(s, seed, t)}

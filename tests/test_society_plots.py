@@ -125,15 +125,18 @@ def test_lineage_draws_every_parent_edge_and_marks_the_selected(smoke):
     plt.close(fig)
 
 
-def test_g_sweep_plots_each_seed_and_the_mean_per_knob_value(smoke):
-    sweep = smoke["sweep"]
-    assert sweep is not None, "the smoke data has a grounding-knob sweep"
+def test_g_sweep_plots_each_seed_and_the_mean_per_knob_value():
+    from lib.society import figures_study
+    from lib.society.config import load
+    study = figures_study.load_data("smoke")  # the grounding knob's arms are the study's (full@g<g>)
+    sweep = figures_study.g_sweep_rows(study["rows"], load("society_study", "smoke").g)
+    assert sweep is not None, "the smoke study has the grounding-knob arms"
     fig = plots.draw_g_sweep(sweep)
     ax = fig.axes[0]
     last = _last_generation(sweep, "test_overall").reset_index()
     last["g"] = [float(a.rpartition("@g")[2]) for a in last["arm"]]
     mean = last.groupby("g")["value"].mean()
-    assert list(mean.index) == [0.0, 0.5, 1.0]  # 0.5 is borrowed from the main run's full arm
+    assert list(mean.index) == [0.0, 0.25, 0.5, 1.0]  # 0.5 is the study's own full arm
     means = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(mean) and np.allclose(ln.get_xdata(), mean.index)]
     assert any(np.allclose(ln.get_ydata(), mean.to_numpy()) for ln in means), "no line through the means"
     dots = figcheck.points(ax)

@@ -7,7 +7,7 @@ import pytest
 from lib.society import generation as step
 from lib.society.pools import GenerationPools
 from lib.society.config import Arm
-from lib.society.run import RowWriter
+from lib.society.rows import RowWriter
 from lib.core.tasks import Task
 
 FAMS = ("lists", "arith")
@@ -53,8 +53,13 @@ def right(tasks):
     return {x.prompt: x.answer for x in tasks}
 
 
-def arm(name="full", g=0.5, merge="exact", diversity=True, elitism=0):
-    return Arm(label=name, name=name, g=g, merge=merge, diversity=diversity, elitism=elitism)
+def arm(name="full", g=0.5, merge="exact", diversity=True, elitism=0, n_candidates=2):
+    return Arm(label=name, name=name, g=g, merge=merge, diversity=diversity, elitism=elitism, n_candidates=n_candidates)
+
+
+def gen(ev, sel, names=("a0", "a1", "a2")):
+    """Generation 0 of three agents on :data:`POOLS`, evaluated and selected."""
+    return step.Generation(t=0, names=list(names), pools=POOLS, ev=ev, sel=sel)
 
 
 @pytest.fixture
@@ -107,8 +112,8 @@ def test_breed_screens_candidates_and_the_winner_answers_the_inheritance_pool(th
     ev = step.evaluate(three, ["a0", "a1", "a2"], POOLS, verifier=lambda o, t: o == t.answer, families=FAMS)
     sel = step.select(ev, arm(), n_parents=2, lam=0.0)
     rng = np.random.default_rng(0)
-    src = step.breed(three, ["a0", "a1", "a2"], ev, sel, arm(), POOLS, rng=rng, n_children=2, n_candidates=3,
-                     tag="t0", verifier=lambda o, t: o == t.answer, families=FAMS)
+    src = step.breed(three, gen(ev, sel), arm(n_candidates=3), rng=rng, n_children=2,
+                     verifier=lambda o, t: o == t.answer, families=FAMS)
     assert len(src) == 2 and all(s.parents == (0, 1) for s in src)  # the only pair, reused
     assert [m[2] for m in three.merges] == ["t0c0k0", "t0c0k1", "t0c0k2", "t0c1k0", "t0c1k1", "t0c1k2"]
     assert three.merges[0][1] == [0.5, 0.5]  # candidate 0 is the plain average
@@ -123,13 +128,13 @@ def test_breed_screens_candidates_and_the_winner_answers_the_inheritance_pool(th
 
 def test_ungrounded_screening_ignores_the_verifier(three):
     ev = step.evaluate(three, ["a0", "a1", "a2"], POOLS, verifier=lambda o, t: o == t.answer, families=FAMS)
-    ng = arm("no_grounding", g=0.0)
+    ng = arm("no_grounding", g=0.0, n_candidates=3)
     sel = step.select(ev, ng, n_parents=2, lam=0.0)
     picks = []
     for verifier in (lambda o, t: o == t.answer, lambda o, t: False):
         agents = FakeAgents(three.table)
-        src = step.breed(agents, ["a0", "a1", "a2"], ev, sel, ng, POOLS, rng=np.random.default_rng(1), n_children=2,
-                         n_candidates=3, tag="t0", verifier=verifier, families=FAMS)
+        src = step.breed(agents, gen(ev, sel), ng, rng=np.random.default_rng(1), n_children=2, verifier=verifier,
+                         families=FAMS)
         picks.append([s.agent for s in src])
         # screened on the conformity pool (agreement with the consensus), not on val
         assert agents.calls[0][1] == [x.prompt for x in CONF]
@@ -139,9 +144,8 @@ def test_ungrounded_screening_ignores_the_verifier(three):
 def test_without_sex_children_copy_the_parents_in_turn(three):
     ev = step.evaluate(three, ["a0", "a1", "a2"], POOLS, verifier=lambda o, t: o == t.answer, families=FAMS)
     sel = step.select(ev, arm("no_sex", merge=None), n_parents=2, lam=0.0)
-    src = step.breed(three, ["a0", "a1", "a2"], ev, sel, arm("no_sex", merge=None), POOLS,
-                     rng=np.random.default_rng(0), n_children=3, n_candidates=3, tag="t0",
-                     verifier=lambda o, t: o == t.answer, families=FAMS)
+    src = step.breed(three, gen(ev, sel), arm("no_sex", merge=None, n_candidates=3),
+                     rng=np.random.default_rng(0), n_children=3, verifier=lambda o, t: o == t.answer, families=FAMS)
     assert [s.parents for s in src] == [(0, 0), (1, 1), (0, 0)] and not three.merges
     assert [s.agent for s in src] == ["a0", "a1", "a0"]
     assert src[1].test["overall"] == 0.5 and src[1].merge_winner is None
@@ -183,15 +187,14 @@ def test_screening_ties_are_broken_by_a_seeded_draw_and_counted(three):
     winners = set()
     for seed in range(12):
         agents = FakeAgents(three.table)
-        pairs, scored = step.screen(agents, ["a0", "a1", "a2"], ev, sel, arm(), POOLS, rng=np.random.default_rng(seed),
-                                    n_pairs=1, n_candidates=4, tag="t0", verifier=lambda o, t: o == t.answer,
-                                    families=FAMS)
+        pairs, scored = step.screen(agents, gen(ev, sel), arm(n_candidates=4), rng=np.random.default_rng(seed),
+                                    n_pairs=1, verifier=lambda o, t: o == t.answer, families=FAMS)
         (s,) = scored
         top = [k for k, v in enumerate(s.scores) if v == max(s.scores)]
         assert s.winner in top and s.tied == len(top)
         winners.add(s.winner)
-        again = step.screen(FakeAgents(three.table), ["a0", "a1", "a2"], ev, sel, arm(), POOLS,
-                            rng=np.random.default_rng(seed), n_pairs=1, n_candidates=4, tag="t0",
-                            verifier=lambda o, t: o == t.answer, families=FAMS)[1][0]
+        again = step.screen(FakeAgents(three.table), gen(ev, sel), arm(n_candidates=4),
+                            rng=np.random.default_rng(seed), n_pairs=1, verifier=lambda o, t: o == t.answer,
+                            families=FAMS)[1][0]
         assert again.winner == s.winner  # the draw is seeded
     assert len(winners) > 1  # not always candidate 0 (the plain average), as argmax would have it

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from lib.core.config import ConfigError, load_yaml
+from lib.core.config import ConfigError, load_layers
 from lib.core.paths import config_path
 from lib.society import generation as step
 from lib.society import pools, run as society
 from lib.engines.merge import inherit_merge
 from lib.engines.lora import publish_factors
-from lib.society.config import Arm, Settings, arm_design, resolve_arm, runs_of, validate_config
+from lib.society.config import Arm, arm_design, load_file, resolve_arm, runs_of, validate_config
 from lib.operators.ops import lexicase_parents, niche_parents
 from lib.core.tasks import Task
 from tests.test_society_steps import INHERIT, POOLS, FakeAgents, right
@@ -172,7 +172,7 @@ def test_inherit_merge_is_the_merge_at_the_stated_rank(tmp_path):
 
 
 def test_budgets_and_designs_resolve_from_the_arm_name():
-    cfg = validate_config(load_yaml(STUDY))
+    cfg = load_file(STUDY)
     assert (resolve_arm(cfg, "full").n_inherit, resolve_arm(cfg, "full").epochs) == (240, 1)
     m = resolve_arm(cfg, "full@matched")
     assert (m.n_inherit, m.epochs, m.inherit) == (cfg["spec_train"], cfg["spec_epochs"], "distill")
@@ -195,7 +195,7 @@ def test_seed_budget_screens_six_merges_and_trains_two_epochs_in_a_run(tmp_path)
     rows = society.run_experiment(cfg, folder=tmp_path / "data", base=load_base("tiny", device="cpu"))
     cost = rows[rows.metric.str.startswith("cost_") & (rows.generation == 1)].pivot_table(
         index="arm", columns="metric", values="value")
-    s = Settings.of(cfg)
+    s = cfg
     children = (s.generations - 1) * s.agents
     # screening: each child's pair is screened on 6 merges instead of 2 (val evaluations per merge: 1)
     assert cost.loc["full@seed_budget", "cost_val_evals"] - cost.loc["full", "cost_val_evals"] == children * (6 - 2)
@@ -217,7 +217,7 @@ def test_seed_budget_screens_six_merges_and_trains_two_epochs_in_a_run(tmp_path)
     ("verifed", "not allowed"),
 ])
 def test_unknown_or_contradictory_arms_are_refused_before_any_work(bad, says):
-    cfg = load_yaml(STUDY)
+    cfg = load_layers(STUDY)
     with pytest.raises(ConfigError, match=says):
         validate_config({**cfg, "arms": [bad], "arm_seeds": {}})
 
@@ -225,7 +225,7 @@ def test_unknown_or_contradictory_arms_are_refused_before_any_work(bad, says):
 def test_a_bad_arm_exits_2_with_one_line(tmp_path):
     import subprocess
     import sys
-    cfg = load_yaml(STUDY)
+    cfg = load_layers(STUDY)
     path = tmp_path / "bad.yaml"
     import yaml
     path.write_text(yaml.safe_dump({**cfg, "arms": ["inherit_merge@matched"], "arm_seeds": {}}))
@@ -235,27 +235,26 @@ def test_a_bad_arm_exits_2_with_one_line(tmp_path):
 
 
 def test_arm_seeds_give_some_arms_more_seeds():
-    cfg = validate_config(load_yaml(STUDY))
+    cfg = load_file(STUDY)
     runs = runs_of(cfg)
     assert sum(a == "full" for a, _ in runs) == 32 and sum(a == "verified" for a, _ in runs) == 16
     assert sum(a == "full@g1" for a, _ in runs) == 8
     with pytest.raises(ConfigError, match="arm_seeds"):
-        validate_config({**load_yaml(STUDY), "arm_seeds": {"nonesuch": [1]}})
+        validate_config({**load_file(STUDY), "arm_seeds": {"nonesuch": [1]}})
 
 
 # ----------------------------------------------------------------------------- the selection pool
 
 
 def test_selection_pool_is_disjoint_from_val_screening_and_test_and_changes_no_other_pool():
-    cfg = validate_config(load_yaml(STUDY))
-    s = Settings.of(cfg)
+    cfg = s = load_file(STUDY)
     for seed in (0, 5):
         p = pools.pools_for(s, seed)
         sel = {x.prompt for x in p.selection}
         assert len(sel) == s.n_select * len(s.families)
         assert not sel & {x.prompt for x in p.val} and not sel & {x.prompt for x in p.test}
         assert all(pools.part_of(x) == "val" for x in p.selection)
-        without = pools.pools_for(Settings.of({**cfg, "n_select": 0}), seed)
+        without = pools.pools_for({**cfg, "n_select": 0}, seed)
         assert without.val == p.val and without.test == p.test and without.selection == []
     assert "selection" in pools.audit(cfg, 0, pretraining=False)
 
@@ -342,19 +341,24 @@ def test_a_run_still_in_progress_enters_no_comparison():
 
 
 def test_a_run_config_is_checked_and_hashed_once_at_the_door(monkeypatch):
-    """run_experiment freezes the config once (RunConfig.of); below it nothing re-validates or re-hashes."""
+    """run_experiment reads one SocietyConfig, checked and frozen at the door (load); below it nothing
+    re-validates or re-hashes."""
+    import dataclasses
     from lib.core import config as core_config_mod
-    from lib.core.config import ConfigError, Frozen, config_hash
-    from lib.society import config as settings
-    from lib.society.config import RunConfig, core_config, validate_config
-    raw = load_yaml(config_path("society_study", "smoke"))
-    rc = RunConfig.of(raw)
-    assert rc.hash == config_hash(core_config(validate_config(raw)))  # the same identity as a plain dict's
-    assert RunConfig.of(rc) is rc and validate_config(rc.cfg) is rc.cfg
+    from lib.core.config import ConfigError, config_hash
+    from lib.society.config import SocietyConfig, core_config, load
+    cfg = load("society_study", "smoke")
+    raw = dict(cfg)  # the plain, complete config
+    assert cfg.hash == config_hash(core_config(raw)) == config_hash(dict(cfg.core))  # a plain dict's identity
+    assert SocietyConfig.of(cfg) is cfg and validate_config(cfg) is cfg
     with pytest.raises(TypeError):
-        rc.cfg["agents"] = 3  # frozen
+        cfg["agents"] = 3  # read-only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.agents = 3
+    cfg["arms"].append("nonesuch")  # a key's plain value is a copy
+    assert "nonesuch" not in cfg.arms and isinstance(cfg.arms, tuple)
     calls = {"validate": 0, "hash": 0}
-    real_validate, real_hash = settings.validate, core_config_mod.hashlib.sha256
+    real_validate, real_hash = core_config_mod.validate, core_config_mod.hashlib.sha256
 
     def counting_validate(*a, **k):
         calls["validate"] += 1
@@ -363,11 +367,11 @@ def test_a_run_config_is_checked_and_hashed_once_at_the_door(monkeypatch):
     def counting_hash(*a, **k):
         calls["hash"] += 1
         return real_hash(*a, **k)
-    monkeypatch.setattr(settings, "validate", counting_validate)
+    monkeypatch.setattr(core_config_mod, "validate", counting_validate)
     monkeypatch.setattr(core_config_mod.hashlib, "sha256", counting_hash)
     for _ in range(5):
-        config_hash(rc.core), validate_config(rc.cfg), society.data_complete(rc, Path("/nonexistent"))
+        config_hash(cfg.core), validate_config(cfg), cfg.hash, society.data_complete(cfg, Path("/nonexistent"))
     assert calls == {"validate": 0, "hash": 0}
-    assert isinstance(rc.cfg, Frozen) and dict(rc.cfg) == validate_config(raw)
+    assert dict(cfg) == raw and validate_config(raw) == cfg
     with pytest.raises(ConfigError, match="agents"):
-        RunConfig.of({**raw, "agents": "six"})
+        validate_config({**raw, "agents": "six"})

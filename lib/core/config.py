@@ -4,14 +4,22 @@ A config is a flat mapping (one level of nesting is allowed for small groups suc
 Each experiment declares its schema as ``{key: Field(...)}``; :func:`validate` fills defaults and
 raises one :class:`ConfigError` that names every bad key, its value and what is allowed.
 
-The same YAML files are papermill parameter files (``papermill -f configs/<exp>/<scale>.yaml``):
+A config file may name others it is an overlay of (``extends: base.yaml``, or a list; paths
+relative to the file): :func:`load_layers` merges them in order, the file's own keys last, and drops
+``extends`` (it never enters a config or its hash). A typed config is a frozen dataclass whose
+fields carry their :class:`Field` (:func:`key`): :class:`TypedConfig` derives the schema from the
+fields, validates at its door (:meth:`TypedConfig.of`) and reads as a read-only mapping too.
+
+Papermill is given the resolved flat config (``lib.reproduce`` writes it), never an overlay file:
 the notebooks collect their parameters back into a config with :func:`from_namespace`.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -39,6 +47,10 @@ class Field:
         min, max: inclusive numeric bounds (for ``list`` fields: bounds on the items).
         item: the item type of a ``list`` field.
         doc: one line on what the key means (shown in errors).
+        role: what the key is to the data it makes (:data:`ROLES`): ``core`` (part of what the data
+            means, so of the folder's identity), ``shard`` (only chooses which shards run) or
+            ``later`` (added after data was committed: part of the identity only where it differs
+            from its default, so folders written before it keep their hash).
     """
 
     type: type
@@ -48,10 +60,14 @@ class Field:
     max: float | None = None
     item: type | None = None
     doc: str = ""
+    role: str = "core"
 
     @property
     def required(self) -> bool:
         return self.default is _MISSING
+
+
+ROLES = ("core", "shard", "later")
 
 
 def _type_ok(value: Any, t: type) -> bool:
@@ -121,7 +137,8 @@ def validate(cfg: Mapping[str, Any], schema: Mapping[str, Field],
 
 
 def load_yaml(path: str | Path) -> dict:
-    """Read a YAML config file; a missing or malformed file is a :class:`ConfigError`."""
+    """Read one YAML config file as written (no overlay resolved: :func:`load_layers` does that); a
+    missing or malformed file is a :class:`ConfigError`."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; configs live in configs/<experiment>/<scale>.yaml")
@@ -134,6 +151,39 @@ def load_yaml(path: str | Path) -> dict:
     return cfg
 
 
+EXTENDS = "extends"  # the overlay key: never a config key, never hashed
+
+
+def load_layers(path: str | Path) -> dict:
+    """A config file with the files it ``extends`` merged in: each of them (one path or a list, relative
+    to the file, themselves resolved the same way) in order, then the file's own keys, which win; a
+    key's value is replaced whole (``lora: {r: 8}`` replaces the whole ``lora``). ``extends`` is dropped.
+    A missing, malformed or circular overlay is a :class:`ConfigError` naming the file."""
+    return _layers(Path(path), ())
+
+
+def _layers(path: Path, chain: tuple[Path, ...]) -> dict:
+    here = path.resolve()
+    if here in chain:
+        loop = " -> ".join(str(p) for p in (*chain, here))
+        raise ConfigError(f"{path}: extends itself ({loop}); remove one of these extends")
+    raw = load_yaml(path)
+    parents = raw.pop(EXTENDS, [])
+    parents = [parents] if isinstance(parents, str) else parents
+    if not isinstance(parents, list) or not all(isinstance(p, str) and p for p in parents):
+        raise ConfigError(f"{path}: extends must be a path or a list of paths relative to {path.parent}, "
+                          f"got {parents!r}")
+    out: dict = {}
+    for p in parents:
+        parent = path.parent / p
+        if not parent.is_file():
+            raise ConfigError(f"{path}: extends {p!r}, which does not exist ({parent}); give a path "
+                              f"relative to {path.parent}")
+        out.update(_layers(parent, (*chain, here)))
+    out.update(raw)
+    return out
+
+
 def from_namespace(namespace: Mapping[str, Any], keys: list[str] | tuple[str, ...]) -> dict:
     """Collect a notebook's parameters (``globals()``) back into a config dict.
 
@@ -144,9 +194,12 @@ def from_namespace(namespace: Mapping[str, Any], keys: list[str] | tuple[str, ..
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``cfg`` — identifies a run's config. A
-    :class:`Frozen` config carries its hash, computed once when it was frozen."""
+    :class:`Frozen` config carries its hash, computed once when it was frozen; another read-only
+    mapping (a :class:`TypedConfig`) is hashed as the plain dict of its keys."""
     if isinstance(cfg, Frozen):
         return cfg.hash
+    if isinstance(cfg, Mapping) and not isinstance(cfg, dict):
+        cfg = thaw(cfg)
     blob = json.dumps(cfg, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -169,5 +222,84 @@ class Frozen(Mapping):
     def __len__(self) -> int:
         return len(self._d)
 
+    def __hash__(self) -> int:
+        return hash(self.hash)
+
     def __repr__(self) -> str:
         return f"Frozen({self._d!r})"
+
+
+def freeze(value: Any) -> Any:
+    """``value`` made read-only: lists become tuples and mappings :class:`Frozen`, all the way down."""
+    if isinstance(value, Mapping):
+        return Frozen({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The plain (JSON / YAML) form of a :func:`freeze` value: tuples become lists and mappings dicts."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def key(spec: Field) -> Any:
+    """A field of a :class:`TypedConfig` dataclass: the config key of the same name, checked by ``spec``."""
+    return dataclasses.field(metadata={"spec": spec})
+
+
+class TypedConfig(Mapping):
+    """Base of a frozen config dataclass whose fields are its keys, each declared once with its
+    :class:`Field` (:func:`key`); the schema is derived from them (:meth:`schema`).
+
+    Made at the door by :meth:`of` (validated with :func:`validate` and the class's cross-key
+    :meth:`checks`, then frozen: lists are tuples, mappings :class:`Frozen`). Read typed by attribute
+    (``cfg.families`` is a tuple) or, as a read-only mapping, in plain form (``cfg["families"]`` is a
+    fresh list; ``dict(cfg)`` the complete config). :attr:`core` is what the data means: every key but
+    those of role ``shard``, and those of role ``later`` only where they differ from their default;
+    :attr:`hash` its :func:`config_hash`, the data folder's identity.
+    """
+
+    @classmethod
+    def schema(cls) -> dict[str, Field]:
+        """``{key: Field}`` in the dataclass's field order."""
+        return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls) if "spec" in f.metadata}
+
+    @staticmethod
+    def checks(cfg: dict) -> list[str]:
+        """Cross-key rules of a complete config (one message per problem); none by default."""
+        return []
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]):
+        """Validate ``raw`` (:class:`ConfigError` naming every bad key) and freeze it; an instance of
+        ``cls`` is returned as it is."""
+        if isinstance(raw, cls):
+            return raw
+        cfg = validate(raw, cls.schema(), cls.checks)
+        return cls(**{k: freeze(v) for k, v in cfg.items()})
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.schema():
+            raise KeyError(name)
+        return thaw(getattr(self, name))
+
+    def __iter__(self):
+        return iter(self.schema())
+
+    def __len__(self) -> int:
+        return len(self.schema())
+
+    @cached_property
+    def core(self) -> Frozen:
+        spec = self.schema()
+        return Frozen({k: v for k, v in self.items() if spec[k].role != "shard"
+                       and not (spec[k].role == "later" and v == spec[k].default)})
+
+    @property
+    def hash(self) -> str:
+        return self.core.hash

@@ -38,7 +38,7 @@ from lib.core.tasks import Task
 from lib.society.generation import prompts, test_accuracy
 from lib.engines.merge import full_rank, merge_adapters
 from lib.society.arms import BASELINE_PREFIX, BASELINES, is_baseline  # noqa: F401  (is_baseline: re-exported)
-from lib.society.config import Settings
+from lib.society.config import SocietyConfig
 
 TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
@@ -63,7 +63,7 @@ def grid_of(grids: str) -> dict:
                                                  ("dare_ties", both))}
 
 
-def society_val_evals(s: Settings) -> int:
+def society_val_evals(s: SocietyConfig) -> int:
     """Model evaluations on val a grounded society run with sex spends: every agent at every
     generation (selection) and every candidate merge at every breeding generation (screening)."""
     return s.generations * s.agents + (s.generations - 1) * (s.agents - s.elitism) * s.n_candidates
@@ -138,7 +138,7 @@ class Founders:
 
     base: object
     names: Sequence[str]
-    s: Settings
+    s: SocietyConfig
     val: Sequence[Task]
     seed: int
     tasks: Sequence[Task]
@@ -204,7 +204,7 @@ def run_baseline(arm: str, founders: Founders) -> Result:
 
 
 def baseline_metrics(result: Result, base_answer: Callable[[str, Sequence[str]], list[str]], *, test: Sequence[Task],
-                     val: Sequence[Task], s: Settings, verifier, selection: Sequence[Task] = ()) -> dict:
+                     val: Sequence[Task], s: SocietyConfig, verifier, selection: Sequence[Task] = ()) -> dict:
     """The baseline's test metrics (as the society's agents'), val accuracy, choice and cost, and its
     accuracy on the ``selection`` pool where there is one (``select_overall``)."""
     out = {f"test_{k}": v for k, v in test_accuracy(base_answer(result.name, prompts(test)), test,

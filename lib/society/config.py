@@ -1,18 +1,23 @@
-"""The society's settings: the config schema, its checks, and the frozen views the loop reads.
+"""The society's config: one typed, frozen object, built once at the door from the YAML.
 
-A society config (``configs/society*/<scale>.yaml``) is validated against :data:`SCHEMA` before any
-work (:func:`validate_config`, one :class:`lib.core.config.ConfigError` naming every bad key). The
-loop then reads two frozen views of it: :class:`Settings` (the run) and :class:`Arm` (one arm of the
-ablation with its modifiers resolved, ``full@g0.25@e1``).
+A society config (``configs/society*/<scale>.yaml``, an overlay of ``configs/society/base.yaml``: the
+``extends`` key, :func:`lib.core.config.load_layers`) is read with :func:`load` / :func:`load_file`
+(overlays resolved, then checked: one :class:`lib.core.config.ConfigError` naming every bad key, then
+frozen) into a :class:`SocietyConfig`. Its fields are the config keys, each declared once with its
+check and its role in the data folder's identity; :data:`SCHEMA` is derived from them. The loop reads it
+by attribute (``cfg.g``, ``cfg.families``), the tables by key (``cfg["g"]``); derived values are its
+properties and methods (:meth:`SocietyConfig.resolve_arm`: one arm of the ablation with its modifiers
+and its children's budget resolved, an :class:`Arm`, ``full@g0.25@e1``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lib.core.config import Field, Frozen, validate
+from lib.core.config import COMMON, Field, Frozen, TypedConfig, key, load_layers
 from lib.core.errors import DataMismatchError, DeviceError
-from lib.core.paths import DATA, REPO_ROOT, runs_dir
+from lib.core.paths import DATA, REPO_ROOT, config_path, runs_dir
 from lib.core.tasks import FAMILIES
 
 from lib.engines.lora import ALL_LINEAR, TARGETS
@@ -21,51 +26,6 @@ from lib.society.arms import BASELINES, KIND_ARMS as KINDS, SEED_ARMS, design, s
 # The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
 # SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
 SEED_BUDGET = {"epochs": 2, "n_candidates": 6}
-
-SCHEMA = {
-    "base_model": Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"),
-    "families": Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"),
-    "agents": Field(int, 6, min=2, doc="population size N"),
-    "generations": Field(int, 8, min=1, doc="generations G"),
-    "arms": Field(list, list(SEED_ARMS), item=str, doc="ablation arms (lib.society.arms)"),
-    "g": Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"),
-    "lam": Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"),
-    "n_test": Field(int, 40, min=1, doc="test tasks per family (reporting only)"),
-    "n_val": Field(int, 30, min=1, doc="validation tasks per family (grounded selection signal)"),
-    "n_screen": Field(int, 0, min=0, doc="val tasks per family that screen the candidate merges (the first "
-                                          "n_screen of each family's val tasks); 0 = all n_val (seed)"),
-    "n_conf": Field(int, 60, min=1, doc="conformity-pool tasks per generation (split over families)"),
-    "n_inherit": Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"),
-    "n_candidates": Field(int, 6, min=1, doc="merge-weight candidates screened per pair"),
-    "epochs": Field(int, 2, min=1, doc="child SFT epochs"),
-    "elitism": Field(int, 0, min=0, doc="top-scoring agents copied unchanged into the next generation "
-                                         "(an arm may override it: <arm>@e<count>)"),
-    "n_parents": Field(int, 0, min=0, doc="parents per generation; 0 = max(2, agents // 2)"),
-    "spec_train": Field(int, 300, min=1, doc="founder specialist training tasks"),
-    "spec_epochs": Field(int, 2, min=1, doc="founder specialist epochs"),
-    "hard": Field(bool, False, doc="hard task level"),
-    "keep_all_adapters": Field(bool, False, doc="keep every generation's adapters (else only the latest)"),
-    "seed": Field(int, 0, doc="seed (when seeds is empty)"),
-    "seeds": Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)"),
-    "arm_seeds": Field(dict, {}, doc="seeds of particular arms instead of seeds ({arm: [seeds]}), e.g. 32 seeds "
-                                     "of the arms a comparison needs more of"),
-    "n_select": Field(int, 0, min=0, doc="selection-pool tasks per family (from the val part, disjoint from val "
-                                         "and test): the best society arm and the best one-shot merge are chosen "
-                                         "on it; 0 = none"),
-    "lora": Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"),
-    "lr": Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"),
-    "batch_size": Field(int, 16, min=1, doc="LoRA training batch"),
-    "gen_batch": Field(int, 2048, min=1, doc="rows per generate call"),
-    "dtype": Field(str, "auto", choices=("auto", "fp32", "bf16"),
-                   doc="base dtype (auto: bf16 on CUDA, else fp32; auto keeps the tiny base in fp32)"),
-    "grids": Field(str, "seed", choices=("seed", "wide"), doc="the baselines' hyperparameter grids on val "
-                                                                 "(lib.society.baselines.GRIDS); wide: to the natural bounds"),
-    "adapters_dir": Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"),
-}
-SHARD_KEYS = ("arms", "seeds", "seed", "arm_seeds")  # which shards to run; not part of what the data means
-# keys added after data was committed: left out of the folder's identity at their default, so
-# folders written before them keep their config hash
-LATER_KEYS = {"n_select": 0, "grids": "seed"}
 
 
 # ----------------------------------------------------------------------------- arms
@@ -173,8 +133,9 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
     return d
 
 
-def resolve_arm(cfg: dict, label: str) -> Arm:
-    """The :class:`Arm` of ``label`` under config ``cfg`` (v1 merges every sexual arm linearly, as the seed)."""
+def resolve_arm(cfg, label: str) -> Arm:
+    """The :class:`Arm` of ``label`` under config ``cfg`` (a complete config mapping; v1 merges every sexual
+    arm linearly, as the seed), its children's budget resolved from its modifiers."""
     s = arm_settings(label, cfg["g"], cfg["elitism"])
     d = arm_design(label, cfg["g"], cfg["elitism"])
     merge = None if s["sex"] is None else ("linear" if cfg["kind"] == "llm_society" else s["sex"])
@@ -188,112 +149,195 @@ def resolve_arm(cfg: dict, label: str) -> Arm:
                n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates)
 
 
-def merge_method(cfg: dict, arm: str) -> str | None:
-    """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
-    return resolve_arm(cfg, arm).merge
-
-
-# ----------------------------------------------------------------------------- the run
+# ----------------------------------------------------------------------------- the config
 
 
 @dataclass(frozen=True)
-class Settings:
-    """What one society run reads from its config (every key is the config key of the same name;
-    derived values are properties)."""
+class SocietyConfig(TypedConfig):
+    """One society config, complete and checked (:meth:`of`, :func:`load`). Every field is the config key
+    of the same name; lists are tuples, mappings read-only. See :class:`lib.core.config.TypedConfig` for
+    the mapping view, :attr:`core` and :attr:`hash` (the data folder's identity: the keys of role
+    ``shard`` choose which (arm, seed) shards run and are left out of it)."""
 
-    experiment: str
-    kind: str
-    scale: str
-    base_model: str
-    families: tuple[str, ...]
-    agents: int
-    generations: int
-    g: float
-    lam: float
-    n_test: int
-    n_val: int
-    n_screen: int
-    n_conf: int
-    n_inherit: int
-    n_candidates: int
-    epochs: int
-    elitism: int
-    n_parents: int
-    spec_train: int
-    spec_epochs: int
-    hard: bool
-    lora_r: int
-    lora_alpha: int
-    lora_targets: tuple[str, ...]
-    lr: float
-    batch_size: int
-    gen_batch: int
-    keep_all_adapters: bool
-    n_select: int = 0
-    grids: str = "seed"
+    experiment: str = key(COMMON["experiment"])
+    kind: str = key(COMMON["kind"])
+    scale: str = key(COMMON["scale"])
+    base_model: str = key(Field(str, "tiny", doc="tiny | smollm2-135m | any from_pretrained id or folder"))
+    families: tuple[str, ...] = key(Field(list, list(FAMILIES), choices=FAMILIES, item=str, doc="task families"))
+    agents: int = key(Field(int, 6, min=2, doc="population size N"))
+    generations: int = key(Field(int, 8, min=1, doc="generations G"))
+    arms: tuple[str, ...] = key(Field(list, list(SEED_ARMS), item=str, doc="ablation arms (lib.society.arms)",
+                                      role="shard"))
+    g: float = key(Field(float, 0.5, min=0.0, max=1.0, doc="grounding knob: score = g*fitness + (1-g)*conformity"))
+    lam: float = key(Field(float, 0.3, min=0.0, doc="quality-diversity similarity weight"))
+    n_test: int = key(Field(int, 40, min=1, doc="test tasks per family (reporting only)"))
+    n_val: int = key(Field(int, 30, min=1, doc="validation tasks per family (grounded selection signal)"))
+    n_screen: int = key(Field(int, 0, min=0, doc="val tasks per family that screen the candidate merges (the first "
+                                                  "n_screen of each family's val tasks); 0 = all n_val (seed)"))
+    n_conf: int = key(Field(int, 60, min=1, doc="conformity-pool tasks per generation (split over families)"))
+    n_inherit: int = key(Field(int, 240, min=1, doc="inheritance-pool tasks per generation (split over families)"))
+    n_candidates: int = key(Field(int, 6, min=1, doc="merge-weight candidates screened per pair"))
+    epochs: int = key(Field(int, 2, min=1, doc="child SFT epochs"))
+    elitism: int = key(Field(int, 0, min=0, doc="top-scoring agents copied unchanged into the next generation "
+                                                 "(an arm may override it: <arm>@e<count>)"))
+    n_parents: int = key(Field(int, 0, min=0, doc="parents per generation; 0 = max(2, agents // 2)"))
+    spec_train: int = key(Field(int, 300, min=1, doc="founder specialist training tasks"))
+    spec_epochs: int = key(Field(int, 2, min=1, doc="founder specialist epochs"))
+    hard: bool = key(Field(bool, False, doc="hard task level"))
+    keep_all_adapters: bool = key(Field(bool, False, doc="keep every generation's adapters (else only the latest)"))
+    seed: int = key(Field(int, 0, doc="seed (when seeds is empty)", role="shard"))
+    seeds: tuple[int, ...] = key(Field(list, [], item=int, doc="several seeds: one shard per (arm, seed)",
+                                       role="shard"))
+    arm_seeds: Frozen = key(Field(dict, {}, doc="seeds of particular arms instead of seeds ({arm: [seeds]}), e.g. "
+                                                "32 seeds of the arms a comparison needs more of", role="shard"))
+    n_select: int = key(Field(int, 0, min=0, doc="selection-pool tasks per family (from the val part, disjoint from "
+                                                  "val and test): the best society arm and the best one-shot merge are "
+                                                  "chosen on it; 0 = none", role="later"))
+    lora: Frozen = key(Field(dict, {"r": 16, "alpha": 32}, doc="LoRA rank r, alpha and targets (default q_proj, v_proj)"))
+    lr: float = key(Field(float, 3e-3, min=0.0, doc="LoRA learning rate (AdamW)"))
+    batch_size: int = key(Field(int, 16, min=1, doc="LoRA training batch"))
+    gen_batch: int = key(Field(int, 2048, min=1, doc="rows per generate call"))
+    dtype: str = key(Field(str, "auto", choices=("auto", "fp32", "bf16"),
+                           doc="base dtype (auto: bf16 on CUDA, else fp32; auto keeps the tiny base in fp32)"))
+    grids: str = key(Field(str, "seed", choices=("seed", "wide"), role="later",
+                           doc="the baselines' hyperparameter grids on val (lib.society.baselines.GRIDS); wide: to "
+                               "the natural bounds"))
+    adapters_dir: str = key(Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"))
 
-    @classmethod
-    def of(cfg: type, c: dict) -> "Settings":
-        """The settings of a validated config dict."""
-        lo = c["lora"]
-        return cfg(experiment=c["experiment"], kind=c["kind"], scale=c["scale"], base_model=c["base_model"],
-                   families=tuple(c["families"]), agents=c["agents"], generations=c["generations"], g=c["g"],
-                   lam=c["lam"], n_test=c["n_test"], n_val=c["n_val"], n_screen=c["n_screen"] or c["n_val"],
-                   n_conf=c["n_conf"], n_inherit=c["n_inherit"], n_candidates=c["n_candidates"],
-                   epochs=c["epochs"], elitism=c["elitism"], n_parents=n_parents(c), spec_train=c["spec_train"],
-                   spec_epochs=c["spec_epochs"], hard=c["hard"], lora_r=lo.get("r", 16),
-                   lora_alpha=lo.get("alpha", 32), lora_targets=tuple(lo.get("targets", TARGETS)), lr=c["lr"],
-                   batch_size=c["batch_size"], gen_batch=c["gen_batch"], keep_all_adapters=c["keep_all_adapters"],
-                   n_select=c.get("n_select", 0), grids=c.get("grids", "seed"))
+    @staticmethod
+    def checks(cfg: dict) -> list[str]:
+        return _checks(cfg)
+
+    # --- derived values
+
+    @property
+    def resolved_n_parents(self) -> int:
+        """Parents per generation: ``n_parents``, or ``max(2, agents // 2)`` when it is 0."""
+        return n_parents(self)
+
+    @property
+    def resolved_n_screen(self) -> int:
+        """Val tasks per family that screen the merges: ``n_screen``, or all ``n_val`` when it is 0."""
+        return self.n_screen or self.n_val
+
+    @property
+    def lora_r(self) -> int:
+        return self.lora.get("r", 16)
+
+    @property
+    def lora_alpha(self) -> int:
+        return self.lora.get("alpha", 32)
+
+    @property
+    def lora_targets(self) -> tuple[str, ...]:
+        return tuple(self.lora.get("targets", TARGETS))
 
     def lora_kw(self) -> dict:
         """Keyword arguments of every LoRA the run trains (founders and children)."""
         return {"r": self.lora_r, "alpha": self.lora_alpha, "targets": self.lora_targets, "lr": self.lr,
                 "batch_size": self.batch_size}
 
+    def seed_list(self) -> list[int]:
+        """The config's seeds: ``seeds``, or ``[seed]`` when it is empty."""
+        return list(self.seeds) if self.seeds else [int(self.seed)]
 
-def n_parents(cfg: dict) -> int:
+    def seeds_of(self, arm: str) -> list[int]:
+        """The seeds ``arm`` runs on: its own list in ``arm_seeds``, else the config's."""
+        return list(self.arm_seeds.get(arm) or self.seed_list())
+
+    def arm_runs(self) -> list[tuple[str, int]]:
+        """Every ``(arm, seed)`` run, arm by arm (the order of shards and rows)."""
+        return [(a, s) for a in self.arms for s in self.seeds_of(a)]
+
+    def runs(self) -> list[tuple[str, int]]:
+        """Every ``(arm, seed)`` run, seed by seed (so the first seeds of every arm finish first)."""
+        seeds = sorted({s for a in self.arms for s in self.seeds_of(a)})
+        return [(a, s) for s in seeds for a in self.arms if s in self.seeds_of(a)]
+
+    def shard(self, arm: str, seed: int) -> "SocietyConfig":
+        """The config of the one shard ``(arm, seed)``: the same data folder, only that run."""
+        return replace(self, arms=(arm,), seeds=(seed,), arm_seeds=Frozen({}))
+
+    def resolve_arm(self, label: str) -> "Arm":
+        """The :class:`Arm` of ``label`` under this config, its children's budget resolved."""
+        return resolve_arm(self, label)
+
+    def merge_method(self, label: str) -> str | None:
+        return self.resolve_arm(label).merge
+
+    def adapters_root(self) -> Path:
+        """Where the run's adapters live: ``adapters_dir``, else ``runs/<scale>/<experiment>/``."""
+        if self.adapters_dir:
+            p = Path(self.adapters_dir)
+            return p if p.is_absolute() else REPO_ROOT / p
+        return runs_dir(self.scale, self.experiment)
+
+
+SCHEMA = {k: f for k, f in SocietyConfig.schema().items() if k not in COMMON}  # the keys besides experiment/kind/scale
+SHARD_KEYS = tuple(k for k, f in SCHEMA.items() if f.role == "shard")  # which shards run; not what the data means
+# keys added after data was committed: left out of the folder's identity at their default, so
+# folders written before them keep their config hash
+LATER_KEYS = {k: f.default for k, f in SCHEMA.items() if f.role == "later"}
+
+
+def validate_config(cfg) -> SocietyConfig:
+    """The complete, checked, frozen config (raises ``ConfigError`` naming every problem); a
+    :class:`SocietyConfig` was checked at its door and is returned as it is."""
+    return SocietyConfig.of(cfg)
+
+
+def load_file(path: str | Path) -> SocietyConfig:
+    """The config in ``path``, its overlays (``extends``) resolved, checked and frozen."""
+    return validate_config(load_layers(path))
+
+
+def load(experiment: str, scale: str) -> SocietyConfig:
+    """``configs/<experiment>/<scale>.yaml`` (:func:`load_file`)."""
+    return load_file(config_path(experiment, scale))
+
+
+# The same values for a caller holding a config mapping (the tables read validated configs by key).
+
+def n_parents(cfg) -> int:
     """Parents per generation: ``n_parents``, or ``max(2, agents // 2)`` when it is 0."""
     return cfg["n_parents"] or max(2, cfg["agents"] // 2)
 
 
-def lora_kw(cfg: dict) -> dict:
-    """Keyword arguments of every LoRA this config trains (founders and children)."""
-    return Settings.of(cfg).lora_kw()
+def lora_kw(cfg) -> dict:
+    return validate_config(cfg).lora_kw()
 
 
-def seed_list(cfg: dict) -> list[int]:
-    return list(cfg["seeds"]) if cfg["seeds"] else [int(cfg["seed"])]
+def seed_list(cfg) -> list[int]:
+    return validate_config(cfg).seed_list()
 
 
-def arm_seeds(cfg: dict, arm: str) -> list[int]:
-    """The seeds ``arm`` runs on: its own list in ``arm_seeds``, else the config's."""
-    return list(cfg.get("arm_seeds", {}).get(arm) or seed_list(cfg))
+def arm_seeds(cfg, arm: str) -> list[int]:
+    return validate_config(cfg).seeds_of(arm)
 
 
-def arm_runs(cfg: dict) -> list[tuple[str, int]]:
-    """Every ``(arm, seed)`` run of ``cfg``, arm by arm (the order of shards and rows)."""
-    return [(a, s) for a in cfg["arms"] for s in arm_seeds(cfg, a)]
+def arm_runs(cfg) -> list[tuple[str, int]]:
+    return validate_config(cfg).arm_runs()
 
 
-def runs_of(cfg: dict) -> list[tuple[str, int]]:
-    """Every ``(arm, seed)`` run of ``cfg``, seed by seed (so the first seeds of every arm finish first)."""
-    seeds = sorted({s for a in cfg["arms"] for s in arm_seeds(cfg, a)})
-    return [(a, s) for s in seeds for a in cfg["arms"] if s in arm_seeds(cfg, a)]
+def runs_of(cfg) -> list[tuple[str, int]]:
+    return validate_config(cfg).runs()
 
 
-def core_config(cfg: dict) -> dict:
-    """What the data means: the config without which arms/seeds run (the folder's identity); keys
-    added later (:data:`LATER_KEYS`) only where they differ from their default."""
-    return {k: v for k, v in cfg.items()
-            if k not in SHARD_KEYS and not (k in LATER_KEYS and v == LATER_KEYS[k])}
+def core_config(cfg) -> Frozen:
+    """What the data means (:attr:`SocietyConfig.core`): the folder's identity."""
+    return validate_config(cfg).core
 
 
-def adapters_root(cfg: dict) -> Path:
-    if cfg["adapters_dir"]:
-        p = Path(cfg["adapters_dir"])
-        return p if p.is_absolute() else REPO_ROOT / p
-    return runs_dir(cfg["scale"], cfg["experiment"])
+def adapters_root(cfg) -> Path:
+    return validate_config(cfg).adapters_root()
+
+
+def merge_method(cfg, arm: str) -> str | None:
+    """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
+    return resolve_arm(cfg, arm).merge
+
+
+# ----------------------------------------------------------------------------- the device
 
 
 CPU_BF16_ENV = "GE_CPU_BF16"  # "1": allow bf16 without CUDA (tests of the GPU path's dtype handling)
@@ -320,7 +364,6 @@ def loaded_dtype(base) -> str:
 
 def cpu_bf16_allowed() -> bool:
     """True when the user opted in to bf16 on a CPU (``GE_CPU_BF16=1``)."""
-    import os
     return os.environ.get(CPU_BF16_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
@@ -358,21 +401,27 @@ def check_dtype(cfg: dict, folder, recorded: str | None, resolved: str) -> None:
 
 
 def _checks(cfg: dict) -> list[str]:
-    errs = []
     allowed = KINDS.get(cfg["kind"])
     if allowed is None:
         return [f"kind: {cfg['kind']!r} is not a society kind; use one of {list(KINDS)}"]
+    return (_arm_checks(cfg, allowed) + _population_checks(cfg, allowed) + _pool_checks(cfg) + _lora_checks(cfg)
+            + _place_checks(cfg))
 
-    def ok(a):
-        if a in BASELINES:
-            return True
-        try:
-            p = parse_arm(a, cfg["g"], cfg["elitism"])
-        except ValueError:
-            return False
-        return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0 and (
-            not isinstance(p["budget"], tuple) or p["budget"][0] >= len(cfg["families"]))
-    bad = []
+
+def _arm_ok(cfg: dict, allowed, a: str) -> bool:
+    """``a`` is a baseline, or a well-formed arm of this kind with its modifiers in range."""
+    if a in BASELINES:
+        return True
+    try:
+        p = parse_arm(a, cfg["g"], cfg["elitism"])
+    except ValueError:
+        return False
+    return p["name"] in allowed and 0.0 <= p["g"] <= 1.0 and p["elitism"] >= 0 and (
+        not isinstance(p["budget"], tuple) or p["budget"][0] >= len(cfg["families"]))
+
+
+def _arm_checks(cfg: dict, allowed) -> list[str]:
+    errs, bad = [], []
     for a in cfg["arms"]:
         if a in BASELINES:
             continue
@@ -381,7 +430,7 @@ def _checks(cfg: dict) -> list[str]:
         except ValueError as e:  # a malformed name: say what the form is
             errs.append(f"arms: {e}")
             continue
-        if not ok(a):
+        if not _arm_ok(cfg, allowed, a):
             bad.append(a)
             continue
         try:
@@ -400,67 +449,55 @@ def _checks(cfg: dict) -> list[str]:
                     f"or the baselines {list(BASELINES)}")
     if len(set(cfg["arms"])) != len(cfg["arms"]):
         errs.append(f"arms: duplicates in {cfg['arms']}")
+    return errs
+
+
+def _population_checks(cfg: dict, allowed) -> list[str]:
+    errs = []
     if not cfg["families"] or len(set(cfg["families"])) != len(cfg["families"]):
         errs.append(f"families: need distinct families, got {cfg['families']}")
     N, P = cfg["agents"], n_parents(cfg)
     if P > N:
         errs.append(f"n_parents ({P}) > agents ({N})")
-    evolving = [a for a in cfg["arms"] if a not in BASELINES and ok(a)]
+    evolving = [a for a in cfg["arms"] if a not in BASELINES and _arm_ok(cfg, allowed, a)]
     if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in evolving):
         errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
     for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):
         if e > min(P, N - 1):
             errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
+    return errs
+
+
+def _pool_checks(cfg: dict) -> list[str]:
+    errs = []
     if cfg["n_screen"] > cfg["n_val"]:
         errs.append(f"n_screen ({cfg['n_screen']}) must be <= n_val ({cfg['n_val']}): it screens on a part of val")
     nf = len(cfg["families"])
     for k in ("n_conf", "n_inherit"):
         if cfg[k] < nf:
             errs.append(f"{k} ({cfg[k]}) must be >= the number of families ({nf})")
+    return errs
+
+
+def _lora_checks(cfg: dict) -> list[str]:
+    errs = []
     extra = set(cfg["lora"]) - {"r", "alpha", "targets"}
     if extra or not all(isinstance(cfg["lora"].get(k, 1), int) and cfg["lora"].get(k, 1) > 0 for k in ("r", "alpha")):
         errs.append(f"lora: only positive ints r and alpha (and a list targets) allowed, got {cfg['lora']}")
     tg = cfg["lora"].get("targets", list(TARGETS))
     if not isinstance(tg, list) or not tg or any(t not in ALL_LINEAR for t in tg):
         errs.append(f"lora.targets: {tg!r}; choose a non-empty list from {list(ALL_LINEAR)}")
+    return errs
+
+
+def _place_checks(cfg: dict) -> list[str]:
+    errs = []
     if cfg["adapters_dir"]:
         p = Path(cfg["adapters_dir"])
         p = (p if p.is_absolute() else REPO_ROOT / p).resolve()
         if p == DATA.resolve() or DATA.resolve() in p.parents:
             errs.append(f"adapters_dir {cfg['adapters_dir']!r} is under data/: adapters belong under runs/")
-    if len(set(seed_list(cfg))) != len(seed_list(cfg)):
+    seeds = list(cfg["seeds"]) if cfg["seeds"] else [int(cfg["seed"])]
+    if len(set(seeds)) != len(seeds):
         errs.append(f"seeds: duplicates in {cfg['seeds']}")
     return errs
-
-
-def validate_config(cfg: dict) -> dict:
-    """The complete, checked config (raises ``ConfigError`` naming every problem); a config frozen at
-    a runner's door (:class:`RunConfig`) was checked there and is returned as it is."""
-    if isinstance(cfg, Frozen):
-        return cfg
-    return validate(cfg, SCHEMA, _checks)
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One society run's config, checked and hashed once at the door (:meth:`of`) and passed down as
-    this one object: ``cfg`` the complete config (read-only, :class:`lib.core.config.Frozen`),
-    ``settings`` its typed view, ``core`` what the data means (:func:`core_config`, frozen: its hash
-    is the data folder's identity, :attr:`hash`)."""
-
-    cfg: Frozen
-    settings: Settings
-    core: Frozen
-
-    @property
-    def hash(self) -> str:
-        return self.core.hash
-
-    @classmethod
-    def of(cls, cfg: "dict | RunConfig") -> "RunConfig":
-        """Validate ``cfg`` (a user error names every bad key) and freeze it; a ``RunConfig`` is returned
-        as it is."""
-        if isinstance(cfg, RunConfig):
-            return cfg
-        c = Frozen(validate_config(cfg))
-        return cls(cfg=c, settings=Settings.of(c), core=Frozen(core_config(c)))

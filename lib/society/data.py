@@ -6,7 +6,6 @@ from functools import lru_cache
 
 import pandas as pd
 
-from lib.core.config import load_yaml
 from lib.core.paths import config_path, data_dir
 
 
@@ -14,7 +13,7 @@ from lib.core.paths import config_path, data_dir
 def config_of(experiment: str, scale: str) -> dict | None:
     from lib.society import run as society
     p = config_path(experiment, scale)
-    return society.validate_config(load_yaml(p)) if p.is_file() else None
+    return society.load_file(p) if p.is_file() else None
 
 
 @lru_cache(maxsize=None)

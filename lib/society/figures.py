@@ -31,6 +31,7 @@ from lib.core.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_
 from lib.core.errors import DataMismatchError
 from lib.core.config import load_yaml
 from lib.core.paths import config_path, data_dir
+from lib.society.config import load as load_config
 from lib.core.rows import progress_path, read_progress, read_shard, shard_keys
 from lib.society import figures_diagnostics as society_diagnostics, figures_results as society_results
 from lib import style
@@ -110,7 +111,7 @@ def load_data(scale: str) -> dict:
         sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
         sfiles = list(sfiles) + borrowed
         sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
-    families = list(load_yaml(config_path(EXPERIMENT, scale))["families"])
+    families = list(load_config(EXPERIMENT, scale)["families"])
     return {"rows": rows, "files": [str(f) for f in files], "walls": _walls(files, beside), "sweep": sweep,
             "sweep_files": [str(f) for f in sfiles],
             "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}

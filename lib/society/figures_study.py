@@ -27,7 +27,7 @@ from lib.society import diagnostics as dg
 from lib.society.arms import BASELINE_PREFIX, REFERENCE
 from lib.society.results import last_generation
 from lib.society.study import complete_runs
-from lib.core.config import load_yaml
+from lib.society.config import load_file
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import progress_path, read_shard
 from lib import style
@@ -51,8 +51,8 @@ def load_data(scale: str) -> dict:
                                 f"`python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml`")
     rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)
     cfg = config_path(EXPERIMENT, scale)
-    rows = complete_runs(rows, int(load_yaml(cfg)["generations"]))  # a run in progress is not drawn
-    return {"rows": rows, "files": [str(f) for f in files], "families": list(load_yaml(cfg)["families"]),
+    rows = complete_runs(rows, int(load_file(cfg)["generations"]))  # a run in progress is not drawn
+    return {"rows": rows, "files": [str(f) for f in files], "families": list(load_file(cfg)["families"]),
             "config": str(cfg)}
 
 
@@ -147,7 +147,7 @@ def g_sweep_rows(rows: pd.DataFrame, g: float) -> pd.DataFrame | None:
 
 def _g_sweep(data):
     from lib.society.figures import draw_g_sweep
-    d = g_sweep_rows(data["rows"], float(load_yaml(data["config"])["g"]))
+    d = g_sweep_rows(data["rows"], float(load_file(data["config"])["g"]))
     return None if d is None else draw_g_sweep(d)
 
 

@@ -18,7 +18,7 @@ from lib.operators.ops import founder_family
 from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
 from lib.society.pools import founder_seed, founder_tasks
-from lib.society.config import Settings, adapters_root
+from lib.society.config import SocietyConfig, validate_config
 
 
 def base_named_parameters(base):
@@ -40,26 +40,26 @@ def base_fingerprint(base) -> str:
     return fp
 
 
-def founder_settings(base, cfg: dict, seed: int) -> dict:
+def founder_settings(base, cfg: SocietyConfig, seed: int) -> dict:
     """Everything a founder adapter depends on; founders are reused only when this matches."""
-    s = Settings.of(cfg)
+    s = validate_config(cfg)
     return {"base_model": s.base_model, "base": base_fingerprint(base), "families": list(s.families),
             "agents": s.agents, "spec_train": s.spec_train, "spec_epochs": s.spec_epochs, "hard": s.hard,
             "seed": seed, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.lora_kw().items()}}
 
 
-def founders_dir(base, cfg: dict, seed: int) -> Path:
+def founders_dir(base, cfg: SocietyConfig, seed: int) -> Path:
     """``<adapters>/s<seed>/founders-<hash>/``: one folder per distinct founder setting."""
-    return adapters_root(cfg) / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
+    return validate_config(cfg).adapters_root() / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
 
 
-def ensure_founders(base, cfg: dict, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
+def ensure_founders(base, cfg: SocietyConfig, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
     """The founders' adapter folders of ``seed``; those not yet on disk (checked) are trained, all
     at once (``trainer``: :func:`lib.engines.batched.train_loras`)."""
-    s = Settings.of(cfg)
-    root = founders_dir(base, cfg, seed)
+    s = validate_config(cfg)
+    root = founders_dir(base, s, seed)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "settings.json").write_text(json.dumps(founder_settings(base, cfg, seed), indent=2) + "\n")
+    (root / "settings.json").write_text(json.dumps(founder_settings(base, s, seed), indent=2) + "\n")
     out, todo = [], []
     for i in range(s.agents):
         fam = founder_family(s.families, i)

@@ -19,9 +19,10 @@
    (:func:`lib.engines.merge.inherit_merge`, in the driver).
 
 Models enter only through an :class:`Agents` object (answer prompts; merge two agents), so every
-step runs with fake agents whose answers are fixed lists (``tests/test_society_steps.py``). The
-driver, :mod:`lib.society.run`, loads the adapters, calls the steps, trains the children, writes the
-rows and resumes.
+step runs with fake agents whose answers are fixed lists (``tests/test_society_steps.py``). Breeding
+reads a :class:`Generation` (its agents, pools, evaluation and selection) and the :class:`Arm` (its
+switches and its children's budget). The shard runner, :mod:`lib.society.shard`, loads the adapters,
+calls the steps, trains the children (:mod:`lib.society.children`), writes the rows and resumes.
 """
 from __future__ import annotations
 
@@ -186,6 +187,23 @@ def select(ev: Evaluation, arm: Arm, *, n_parents: int, lam: float,
     return Selection(scores=scores, parents=parents, elites=elite_indices(scores, arm.elitism))
 
 
+@dataclass(frozen=True)
+class Generation:
+    """Generation ``t`` of one population as breeding reads it: its agents' names (in agent order), its
+    pools, and what steps 1 and 2 found (:func:`evaluate`, :func:`select`)."""
+
+    t: int
+    names: Sequence[str]
+    pools: GenerationPools
+    ev: Evaluation
+    sel: Selection
+
+    @property
+    def tag(self) -> str:
+        """The prefix of the agents merged at this generation (``t3`` → ``t3c<pair>k<candidate>``)."""
+        return f"t{self.t}"
+
+
 # ----------------------------------------------------------------------------- 3. breed
 
 
@@ -203,22 +221,21 @@ class Source:
     merge_tied: int | None = None     # candidates tied at the top screening score (1: no tie)
 
 
-def breed(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, arm: Arm, pools: GenerationPools,
-          *, rng: np.random.Generator, n_children: int, n_candidates: int, tag: str, verifier: Verifier,
-          families: Sequence[str], clock: Clock = no_clock) -> list[Source]:
-    """Step 3: the source of each of ``n_children`` children (merged agents are named ``<tag>c<pair>k<candidate>``).
+def breed(agents: Agents, gen: Generation, arm: Arm, *, rng: np.random.Generator, n_children: int,
+          verifier: Verifier, families: Sequence[str], clock: Clock = no_clock) -> list[Source]:
+    """Step 3: the source of each of ``n_children`` children of ``gen`` (``arm.n_candidates`` merges
+    screened per pair; merged agents are named ``<gen.tag>c<pair>k<candidate>``).
 
     Phases: ``screen`` (merge and score the candidates) and ``inherit`` (the sources answer the
     inheritance pool; merged winners also the test pool, for diagnostics).
     """
     if arm.merge is None:
         with clock("inherit"):
-            return _copies(agents, names, ev, sel, pools, n_children)
+            return _copies(agents, gen, n_children)
     with clock("screen"):
-        pairs, scored = screen(agents, names, ev, sel, arm, pools, rng=rng, n_pairs=n_children,
-                               n_candidates=n_candidates, tag=tag, verifier=verifier, families=families)
+        pairs, scored = screen(agents, gen, arm, rng=rng, n_pairs=n_children, verifier=verifier, families=families)
     with clock("inherit"):
-        return inherit(agents, ev, arm, pools, pairs, scored, verifier=verifier, families=families)
+        return inherit(agents, gen, arm, pairs, scored, verifier=verifier, families=families)
 
 
 @dataclass(frozen=True)
@@ -232,14 +249,14 @@ class Screened:
     tied: int
 
 
-def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, arm: Arm, pools: GenerationPools,
-           *, rng: np.random.Generator, n_pairs: int, n_candidates: int, tag: str, verifier: Verifier,
+def screen(agents: Agents, gen: Generation, arm: Arm, *, rng: np.random.Generator, n_pairs: int, verifier: Verifier,
            families: Sequence[str]) -> tuple[list[tuple[int, int]], list[Screened]]:
-    """Complementary pairs, ``n_candidates`` merges of each (weights: the plain average, then
-    Dirichlet draws from ``rng``), each scored on the screening pool (``g > 0``: verifier accuracy;
-    ``g = 0``: agreement with the consensus on the conformity pool); the best wins. Ties are broken
-    by a draw from ``rng`` (not by the lowest index, which would favour the plain average)."""
-    pairs = complementary_pairs(sel.parents, ev.distance, n_pairs)
+    """Complementary pairs of ``gen``'s parents, ``arm.n_candidates`` merges of each (weights: the plain
+    average, then Dirichlet draws from ``rng``), each scored on the screening pool (``g > 0``: verifier
+    accuracy; ``g = 0``: agreement with the consensus on the conformity pool); the best wins. Ties are
+    broken by a draw from ``rng`` (not by the lowest index, which would favour the plain average)."""
+    names, ev, pools, tag, n_candidates = gen.names, gen.ev, gen.pools, gen.tag, arm.n_candidates
+    pairs = complementary_pairs(gen.sel.parents, ev.distance, n_pairs)
     weights = [sample_merge_weights(2, n_candidates, rng) for _ in pairs]
     method, scale = MERGES[arm.merge]
     cands = [[agents.merge([names[pa], names[pb]], (scale * weights[c][k]).tolist(), f"{tag}c{c}k{k}", method)
@@ -260,10 +277,11 @@ def screen(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection,
     return pairs, out
 
 
-def inherit(agents: Agents, ev: Evaluation, arm: Arm, pools: GenerationPools, pairs, scored: list[Screened], *,
+def inherit(agents: Agents, gen: Generation, arm: Arm, pairs, scored: list[Screened], *,
             verifier: Verifier, families: Sequence[str]) -> list[Source]:
     """The winners answer the inheritance pool, and the test pool (and, where screening did not use
     it, the screening pool) for the diagnostics only."""
+    ev, pools = gen.ev, gen.pools
     winners = [s.names[s.winner] for s in scored]
     asked = {"inheritance": pools.inheritance if arm.distills else [], "test": pools.test}
     if not arm.grounded:
@@ -280,13 +298,13 @@ def inherit(agents: Agents, ev: Evaluation, arm: Arm, pools: GenerationPools, pa
     return out
 
 
-def _copies(agents: Agents, names: Sequence[str], ev: Evaluation, sel: Selection, pools: GenerationPools,
-            n_children: int) -> list[Source]:
+def _copies(agents: Agents, gen: Generation, n_children: int) -> list[Source]:
     """No sex: child ``c`` copies parent ``parents[c mod P]``, which answers the inheritance pool."""
-    src = [sel.parents[c % len(sel.parents)] for c in range(n_children)]
+    parents, ev = gen.sel.parents, gen.ev
+    src = [parents[c % len(parents)] for c in range(n_children)]
     uniq = sorted(set(src))
-    ans = dict(zip(uniq, agents.answer([names[p] for p in uniq], prompts(pools.inheritance))))
-    return [Source(parents=(p, p), agent=names[p], answers=ans[p], test=ev.test[p],
+    ans = dict(zip(uniq, agents.answer([gen.names[p] for p in uniq], prompts(gen.pools.inheritance))))
+    return [Source(parents=(p, p), agent=gen.names[p], answers=ans[p], test=ev.test[p],
                    screen=float(ev.screen[p])) for p in src]
 
 

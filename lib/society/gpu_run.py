@@ -26,9 +26,17 @@ import sys
 import time
 from pathlib import Path
 
-from lib.core.config import ConfigError, load_yaml
+from lib.core.config import ConfigError
+from lib.core.device import device_name
 from lib.core.jsonfile import append_jsonl
-from lib.core.paths import REPO_ROOT
+from lib.core.manifest import build_manifest, read_manifest, write_manifest
+from lib.core.paths import REPO_ROOT, data_dir
+from lib.engines.models import load_base
+from lib.engines.timing import PhaseTimer
+from lib.society import run as society
+from lib.society.config import SocietyConfig, base_dtype, load_file, validate_config
+from lib.society.figures import draw_all
+from lib.society.shard_job import Interrupted
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "society" / "paper.yaml"
 TIMINGS = "gpu_timings.jsonl"
@@ -56,25 +64,23 @@ def environment() -> dict:
     return env
 
 
-def next_work(cfg: dict, folder: Path) -> tuple[str, int, int] | None:
+def next_work(cfg: SocietyConfig, folder: Path) -> tuple[str, int, int] | None:
     """``(arm, seed, generation)`` the loop would run next (seed-major, arm order), or None when done."""
-    from lib.society import run as society
     st = society.shard_status(cfg, folder)
-    for arm, seed in society.runs_of(cfg):
+    for arm, seed in cfg.runs():
         d = st[f"{arm}_s{seed}"]
         if d is None or d < cfg["generations"] - 1:
             return arm, seed, (0 if d is None else d + 1)
     return None
 
 
-def measured_gen_s(cfg: dict, folder: Path) -> float | None:
+def measured_gen_s(cfg: SocietyConfig, folder: Path) -> float | None:
     """The longest generation wall time on disk for ``cfg`` (progress files), or None."""
-    from lib.society import run as society
     w = society.generation_walls(cfg, folder)
     return float(w.wall_s.max()) if len(w) else None
 
 
-def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s: float = 540.0,
+def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float = 540.0,
                  max_generations: int | None = None, log=print) -> dict:
     """Run ``cfg`` generation by generation until it is complete, ``budget_s`` seconds (since
     this call began) cannot fit another generation, or ``max_generations`` were run.
@@ -85,11 +91,8 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
     Each generation is timed by a :class:`lib.engines.timing.PhaseTimer`; its rows are appended to
     ``<folder>/gpu_timings.jsonl``.
     """
-    from lib.society import run as society
-    from lib.engines.timing import PhaseTimer
-    from lib.core.paths import data_dir
     t0 = time.perf_counter()
-    cfg = society.validate_config(cfg)
+    cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg["scale"], cfg["experiment"]))
     ran, timings, founders_s, stopped = 0, [], None, ""
     while True:
@@ -102,7 +105,7 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
             stopped = f"max_generations={max_generations}"
             break
         est = measured_gen_s(cfg, folder)
-        no_founders = not any((society.adapters_root(cfg) / f"s{seed}").glob("founders*"))
+        no_founders = not any((cfg.adapters_root() / f"s{seed}").glob("founders*"))
         if est is not None and t == 0 and no_founders and founders_s is not None:
             est += founders_s
         elapsed = time.perf_counter() - t0
@@ -115,7 +118,7 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
         tic = time.perf_counter()
         try:
             society.run_experiment(cfg, folder=folder, base=base, interrupt_after=t, timer=timer)
-        except society.Interrupted:
+        except Interrupted:
             pass
         wall = time.perf_counter() - tic
         _account(cfg, folder, wall)
@@ -131,30 +134,26 @@ def run_budgeted(cfg: dict, *, base, folder: str | Path | None = None, budget_s:
     return {"done": False, "generations": ran, "timings": timings, "stopped": stopped}
 
 
-def _account(cfg: dict, folder: Path, wall: float) -> None:
+def _account(cfg: SocietyConfig, folder: Path, wall: float) -> None:
     """After a generation stopped by ``interrupt_after`` (which leaves the manifest as it was when
     the call began), add its wall time and refresh the shard status in the manifest."""
-    from lib.society import run as society
-    from lib.core.manifest import build_manifest, read_manifest, write_manifest
     m = read_manifest(folder)
     if m is None or m.get("status") == "complete":
         return
     own = set(build_manifest({}, started="", wall_s=None, status=""))
     extra = {k: v for k, v in m.items() if k not in own}
     extra["shards"] = society.shard_status(cfg, folder)
-    write_manifest(folder, society.core_config(cfg), started=m["started"],
+    write_manifest(folder, cfg.core, started=m["started"],
                    wall_s=float(m.get("wall_s") or 0.0) + wall, status="running", extra=extra)
 
 
 def _device(base) -> str:
-    from lib.core.device import device_name
     return device_name() if str(base.device).startswith("cuda") else f"cpu ({base.device})"
 
 
 def draw_figures(scale: str, log=print) -> list[str]:
     """Draw the society figures of ``scale`` from whatever data exists; [] (and a line) if none."""
     try:
-        from lib.society.figures import draw_all
         saved = draw_all(scale)
     except FileNotFoundError as e:
         log(f"figures: {e}")
@@ -179,24 +178,21 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_run: no CUDA GPU is visible (torch.cuda.is_available() is False); run this on a machine "
               "with one, or the cpu scale here: python -m lib.experiment configs/society/cpu.yaml", file=sys.stderr)
         return 2
-    from lib.society import run as society
     try:
-        cfg = society.validate_config({**load_yaml(args.config), "seeds": [args.seed]})
+        cfg = validate_config({**load_file(args.config), "seeds": [args.seed]})
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     env = environment()
     print("environment: " + json.dumps(env))
-    from lib.engines.models import load_base
     base = None
     if args.budget_s > 0:
         tic = time.perf_counter()
-        base = load_base(cfg["base_model"], dtype=society.base_dtype(cfg))  # as run_experiment resolves it
+        base = load_base(cfg["base_model"], dtype=base_dtype(cfg))  # as run_experiment resolves it
         print(f"base {cfg['base_model']} ({base.info.get('dtype')}, {base.info['params'] / 1e6:.1f} M parameters) "
               f"loaded in {time.perf_counter() - tic:.1f} s on {base.device}")
     left = args.budget_s - (time.perf_counter() - t0)
     res = run_budgeted(cfg, base=base, budget_s=left)
-    from lib.core.paths import data_dir
     folder = data_dir(cfg["scale"], cfg["experiment"])
     print(f"{'complete' if res['done'] else 'partial'}: {res['generations']} generation(s) this call; "
           f"shards {society.shard_status(cfg, folder)}; data in {folder}")

@@ -36,15 +36,17 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from lib.core.config import load_yaml
 from lib.core.errors import cli_main
-from lib.core.tasks import Task, iter_tasks, region
-from lib.society.config import Settings, seed_list, validate_config
+from lib.core.tasks import FAMILIES, Task, iter_tasks, region
+from lib.engines.models import TINY_STEPS
+from lib.operators.ops import founder_family
+from lib.society.arms import is_baseline
+from lib.society.config import SocietyConfig, load_file, validate_config
 
 PARTS = {"pretrain": (0.0, 0.50), "founders": (0.50, 0.70), "children": (0.70, 0.85),
          "val": (0.85, 0.925), "test": (0.925, 1.0)}
@@ -100,21 +102,21 @@ def _pool_seed(seed: int, t: int, i: int, tag: int) -> int:
 def pretrain_tasks(step: int, batch: int = 64) -> list[Task]:
     """The tasks of the tiny base's pre-training step ``step``: an even mixture of the easy families
     from their ``pretrain`` part, familiar region only (fixed seeds)."""
-    from lib.core.tasks import FAMILIES
     k = len(FAMILIES)
     sizes = [batch // k + (1 if i < batch % k else 0) for i in range(k)]
     return sum((draw(f, "pretrain", n, PRETRAIN_SEED + step * k + i, familiar_only=True)
                 for i, (f, n) in enumerate(zip(FAMILIES, sizes))), [])
 
 
-def conformity_pool(s: Settings, seed: int, t: int) -> list[Task]:
+def conformity_pool(s: SocietyConfig, seed: int, t: int) -> list[Task]:
     """Conformity pool of generation ``t`` (fresh each generation, ``n_conf`` split over families)."""
     return sum((draw(f, "children", s.n_conf // len(s.families), _pool_seed(seed, t, i, TAGS["conformity"]),
                      hard=s.hard) for i, f in enumerate(s.families)), [])
 
 
-def inheritance_pool(s: Settings, seed: int, t: int) -> list[Task]:
-    """Inheritance pool of generation ``t``: ``n_inherit`` tasks split over families, from the
+def inheritance_pool(s: SocietyConfig, seed: int, t: int, *, n_inherit: int | None = None) -> list[Task]:
+    """Inheritance pool of generation ``t``: ``n_inherit`` tasks (default: the config's; an arm's budget
+    may ask for more, :attr:`lib.society.config.Arm.n_inherit`) split over families, from the
     children's part, none of whose prompts is in that generation's conformity pool.
 
     Deviation from the seed (seeds ``seed*7919 + t*13 + i`` and ``seed*104729 + t*17 + i``, equal
@@ -122,7 +124,8 @@ def inheritance_pool(s: Settings, seed: int, t: int) -> list[Task]:
     the conformity pool's prompts are skipped. Repeats within a pool are kept, as in the seed.
     """
     taken = frozenset(x.prompt for x in conformity_pool(s, seed, t))
-    return sum((draw(f, "children", s.n_inherit // len(s.families), _pool_seed(seed, t, i, TAGS["inheritance"]),
+    n = s.n_inherit if n_inherit is None else n_inherit
+    return sum((draw(f, "children", n // len(s.families), _pool_seed(seed, t, i, TAGS["inheritance"]),
                      hard=s.hard, exclude=taken) for i, f in enumerate(s.families)), [])
 
 
@@ -131,19 +134,19 @@ def founder_seed(seed: int, agent: int) -> int:
     return seed * 100 + agent
 
 
-def founder_tasks(s: Settings, family: str, founder_seed: int) -> list[Task]:
+def founder_tasks(s: SocietyConfig, family: str, founder_seed: int) -> list[Task]:
     """Training data of a founder specialist of ``family``: ``spec_train`` tasks of its founders' part."""
     return draw(family, "founders", s.spec_train, FOUNDER_SEED + founder_seed, hard=s.hard)
 
 
-def evaluation_pool(s: Settings, seed: int, which: str) -> list[Task]:
+def evaluation_pool(s: SocietyConfig, seed: int, which: str) -> list[Task]:
     """``test`` or ``val`` of ``seed``: ``n_test`` / ``n_val`` distinct tasks per family from its part."""
     n = s.n_test if which == "test" else s.n_val
     return sum((draw(f, which, n, _pool_seed(seed, 0, i, TAGS[which]), hard=s.hard, distinct=True)
                 for i, f in enumerate(s.families)), [])
 
 
-def selection_pool(s: Settings, seed: int, val: list[Task]) -> list[Task]:
+def selection_pool(s: SocietyConfig, seed: int, val: list[Task]) -> list[Task]:
     """The selection pool of ``seed``: ``n_select`` distinct tasks per family from the val part, none
     of whose prompts is in ``val`` (a stream of its own, so adding it changes no other pool)."""
     taken = frozenset(x.prompt for x in val)
@@ -168,10 +171,12 @@ class GenerationPools:
 
 @dataclass(frozen=True)
 class Pools:
-    """The pools of one seed: the fixed ones, and :meth:`at` for a generation's."""
+    """The pools of one seed: the fixed ones, and :meth:`at` for a generation's (its inheritance pool
+    ``n_inherit`` tasks: the arm's budget)."""
 
-    settings: Settings
+    cfg: SocietyConfig
     seed: int
+    n_inherit: int
     test: list[Task]
     val: list[Task]
     screen_in_val: list[int]
@@ -183,28 +188,30 @@ class Pools:
 
     def at(self, t: int) -> GenerationPools:
         return GenerationPools(test=self.test, val=self.val, screen_in_val=self.screen_in_val,
-                               conformity=conformity_pool(self.settings, self.seed, t),
-                               inheritance=inheritance_pool(self.settings, self.seed, t))
+                               conformity=conformity_pool(self.cfg, self.seed, t),
+                               inheritance=inheritance_pool(self.cfg, self.seed, t, n_inherit=self.n_inherit))
 
 
-def pools_for(s: Settings, seed: int) -> Pools:
-    """The fixed pools of ``seed``: test, val and the screening part of val."""
+def pools_for(cfg, seed: int, *, n_inherit: int | None = None) -> Pools:
+    """The pools of ``seed`` under config ``cfg``: test, val, the screening part of val and the selection
+    pool; each generation's inheritance pool holds ``n_inherit`` tasks (default: the config's; a run
+    passes its arm's, :attr:`lib.society.config.Arm.n_inherit`)."""
+    s = validate_config(cfg)
     val = evaluation_pool(s, seed, "val")
-    return Pools(settings=s, seed=seed, test=evaluation_pool(s, seed, "test"), val=val,
-                 screen_in_val=[k for k in range(len(val)) if k % s.n_val < s.n_screen],
+    return Pools(cfg=s, seed=seed, n_inherit=s.n_inherit if n_inherit is None else n_inherit,
+                 test=evaluation_pool(s, seed, "test"), val=val,
+                 screen_in_val=[k for k in range(len(val)) if k % s.n_val < s.resolved_n_screen],
                  selection=selection_pool(s, seed, val) if s.n_select else [])
 
 
 # ----------------------------------------------------------------------------- audit
 
 
-def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[str]]:
+def audit(cfg, seed: int, *, pretraining: bool = True) -> dict[str, list[str]]:
     """Every pool of one seed as ``{pool name: [prompts]}``, the same lists the loop uses:
     ``pretraining`` (the tiny base's, when ``base_model`` is tiny), ``founder<i>_<family>``,
     ``conformity_t<t>`` and ``inheritance_t<t>`` for every generation, ``val``, ``screening``, ``test``."""
-    from lib.operators.ops import founder_family
-    from lib.engines.models import TINY_STEPS
-    s = Settings.of(validate_config(cfg))
+    s = validate_config(cfg)
     p = pools_for(s, seed)
     out: dict[str, list[str]] = {}
     if pretraining and s.base_model == "tiny":
@@ -217,8 +224,8 @@ def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[s
         out[f"conformity_t{t}"] = [x.prompt for x in g.conformity]
         if t < s.generations - 1:
             out[f"inheritance_t{t}"] = [x.prompt for x in g.inheritance]
-    for n in sorted(inheritance_sizes(cfg) - {s.n_inherit}):  # the arms whose children learn from more answers
-        q = pools_for(replace(s, n_inherit=n), seed)
+    for n in sorted(inheritance_sizes(s) - {s.n_inherit}):  # the arms whose children learn from more answers
+        q = pools_for(s, seed, n_inherit=n)
         for t in range(s.generations - 1):
             out[f"inheritance{n}_t{t}"] = [x.prompt for x in q.at(t).inheritance]
     out["val"] = [x.prompt for x in p.val]
@@ -229,12 +236,10 @@ def audit(cfg: dict, seed: int, *, pretraining: bool = True) -> dict[str, list[s
     return out
 
 
-def inheritance_sizes(cfg: dict) -> set[int]:
+def inheritance_sizes(cfg) -> set[int]:
     """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it)."""
-    from lib.society.arms import is_baseline
-    from lib.society.config import resolve_arm
     cfg = validate_config(cfg)
-    return {cfg["n_inherit"]} | {resolve_arm(cfg, a).n_inherit for a in cfg["arms"] if not is_baseline(a)}
+    return {cfg.n_inherit} | {cfg.resolve_arm(a).n_inherit for a in cfg.arms if not is_baseline(a)}
 
 
 def pool_part(name: str) -> str:
@@ -255,8 +260,8 @@ def _main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="the seed (default: the config's first)")
     ap.add_argument("--no-pretraining", action="store_true", help="leave out the base's 64,000 pre-training prompts")
     args = ap.parse_args(argv)
-    cfg = validate_config(load_yaml(args.config))
-    seed = seed_list(cfg)[0] if args.seed is None else args.seed
+    cfg = load_file(args.config)
+    seed = cfg.seed_list()[0] if args.seed is None else args.seed
     json.dump(audit(cfg, seed, pretraining=not args.no_pretraining), sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

@@ -1,0 +1,74 @@
+"""The next generation's adapters on disk: elites copied, children trained on their inherited answers
+(or, for an arm that inherits parameters, the screened merge itself truncated and mutated), and the
+previous generation's adapters deleted once they are no longer needed."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from lib.engines.batched import Job, train_loras
+from lib.engines.lora import copy_adapter
+from lib.engines.merge import inherit_merge
+from lib.society.config import Arm, SocietyConfig
+from lib.society.generation import Child
+
+
+def lora_steps(n_tasks: int, epochs: int, batch_size: int) -> int:
+    """Optimizer steps of a LoRA trained on ``n_tasks`` for ``epochs`` in batches of ``batch_size``."""
+    return epochs * -(-n_tasks // batch_size)
+
+
+def save_merged_sources(agents, children: list[Child], out: Path) -> None:
+    """A degenerate child whose source is a merge inherits the merge itself: save it now, while the
+    merged agent still exists (the folder is then the child's, see :func:`train_children`)."""
+    for ch in children:
+        if ch.degenerate and ch.source.merge_winner is not None:
+            agents.save(ch.source.agent, out / f"agent{ch.index}")
+
+
+def save_inherited_merges(agents, children: list[Child], out: Path, *, rank: int) -> dict[int, float]:
+    """``inherit_merge``: each bred child is its source merge itself, truncated to ``rank`` and mutated
+    (:func:`lib.engines.merge.inherit_merge`, seeded by the child's seed), written to ``out/agent<c>``;
+    returns the update energy each truncation kept."""
+    energy = {}
+    for ch in children:
+        if ch.elite:
+            continue
+        tmp = out / f"merge{ch.index}"
+        agents.save(ch.source.agent, tmp)
+        energy[ch.index] = inherit_merge(tmp, out / f"agent{ch.index}", rank=rank, seed=ch.seed)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return energy
+
+
+def train_children(base, children: list[Child], parents: list[Path], out: Path, *, arm: Arm, cfg: SocietyConfig,
+                   counter=None, trainer: str = "batched") -> list[Path]:
+    """The next generation's adapter folders under ``out``: elites copied, children trained on their
+    data for ``arm.epochs`` (the arm's budget; all at once, :func:`lib.engines.batched.train_loras`, with
+    the config's LoRA); a degenerate child (too few usable answers) is a copy of its source — the merge
+    saved by :func:`save_merged_sources`, or the copied parent. An arm that does not distil
+    (``inherit_merge``): the children are already on disk (:func:`save_inherited_merges`); nothing is trained."""
+    distill = arm.distills
+    dirs, jobs, todo = [], [], []
+    for ch in children:
+        if ch.elite:
+            dirs.append(copy_adapter(parents[ch.parents[0]], out / f"elite{ch.index}"))
+            continue
+        d = out / f"agent{ch.index}"
+        if distill and ch.degenerate and ch.source.merge_winner is None:
+            copy_adapter(parents[ch.parents[0]], d)
+        elif distill and not ch.degenerate:
+            jobs.append(Job(ch.data, ch.seed, arm.epochs))
+            todo.append(d)
+        dirs.append(d)
+    train_loras(base, jobs, todo, trainer=trainer, counter=counter, **cfg.lora_kw())
+    return dirs
+
+
+def drop_generation(dirs: list[Path]) -> None:
+    """Disk hygiene: delete a generation's adapters (and their emptied folders)."""
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    for d in {Path(a).parent for a in dirs}:
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
