@@ -282,7 +282,7 @@ def test_elitism_comparison_empty_without_variants():
     assert pts.empty and summ.empty
 
 
-# ----------------------------------------------------------------------------- SI panels S3c-S3g
+# ----------------------------------------------------------------------------- SI panels S3c-S3f (and the study's S3g)
 
 
 def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4, generations=3) -> pd.DataFrame:
@@ -316,27 +316,34 @@ def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4,
 
 def test_si_panels_draw_with_ci_and_skip_without_their_data():
     import matplotlib.pyplot as plt
+    from lib import style
     from lib.society import figures as plots
     from lib.society import figures_diagnostics as sd
+    from lib.society import figures_study
 
     names = [p.name for p in plots.PANELS]
     mine = [p.name for p in sd.PANELS]
     assert mine == ["S3c_society_founders", "S3d_society_selection_differential", "S3e_society_recombination_gain",
-                    "S3f_society_inheritance_fidelity", "S3g_society_elitism"]
-    assert names[-5:] == mine and len(set(names)) == len(names)
+                    "S3f_society_inheritance_fidelity"]
+    assert names[-4:] == mine and len(set(names)) == len(names)
+    assert not [n for n in names if n.startswith(("S3b_", "S3g_"))]  # the knob and elitism: the study's panels
     df = synthetic_run()
     for p in sd.PANELS:
         fig = p.draw({"rows": df, "families": FAMS})
         assert fig is not None, p.name
-        if p.name in ("S3d_society_selection_differential", "S3f_society_inheritance_fidelity", "S3g_society_elitism"):
+        if p.name in ("S3d_society_selection_differential", "S3f_society_inheritance_fidelity"):
             assert fig.axes[0].collections, p.name  # a CI band over 3 seeds
         plt.close(fig)
+    s3g = style.panel_named(figures_study.PANELS, "S3g_study_elitism")  # draw_elitism, on the study's rows
+    fig = s3g.draw({"rows": df, "families": FAMS})
+    assert fig is not None and fig.axes[0].collections  # a CI band over 3 seeds
+    plt.close(fig)
     # rows without the diagnostics metrics (written before them) and without @e1 arms: all skipped
     old = df[~df["metric"].isin([
         "val_half_a", "val_half_b", "base_test_overall", "merge_gain_val", "merge_winner",
         "source_test_overall", "source_val_overall", "elite", "inherit_n"])]
     assert all(p.draw({"rows": old, "families": FAMS}) is None for p in sd.PANELS)
     no_e1 = df[~df["arm"].str.contains("@e")]
-    assert sd.PANELS[-1].draw({"rows": no_e1, "families": FAMS}) is None
+    assert s3g.draw({"rows": no_e1, "families": FAMS}) is None
     assert sd.PANELS[2].draw({"rows": no_e1, "families": FAMS}) is not None
     plt.close("all")

@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import figcheck  # noqa: E402
 from figcheck import assert_png_drawn  # noqa: E402
 from lib.core.paths import REPO_ROOT, figures_dir  # noqa: E402
+from lib.society import data as society_data  # noqa: E402
 from lib.society import figures as plots  # noqa: E402
+from lib.society import figures_study as study_plots  # noqa: E402
 from lib import style  # noqa: E402
 
 
@@ -126,17 +128,17 @@ def test_lineage_draws_every_parent_edge_and_marks_the_selected(smoke):
 
 
 def test_g_sweep_plots_each_seed_and_the_mean_per_knob_value():
-    from lib.society import figures_study
-    from lib.society.config import load
-    study = figures_study.load_data("smoke")  # the grounding knob's arms are the study's (full@g<g>)
-    sweep = figures_study.g_sweep_rows(study["rows"], load("society_study", "smoke").g)
-    assert sweep is not None, "the smoke study has the grounding-knob arms"
-    fig = plots.draw_g_sweep(sweep)
+    study = study_plots.load_data("smoke")
+    sweep = society_data.grounding_sweep(study["rows"], study["g"])
+    assert sweep is not None, "the smoke study has a grounding-knob arm"
+    assert set(sweep.loc[sweep["borrowed"], "arm"]) == {"full@g0.5"}  # full itself, named by the reader
+    fig = study_plots.draw_g_sweep(sweep)
     ax = fig.axes[0]
     last = _last_generation(sweep, "test_overall").reset_index()
     last["g"] = [float(a.rpartition("@g")[2]) for a in last["arm"]]
     mean = last.groupby("g")["value"].mean()
-    assert list(mean.index) == [0.0, 0.25, 0.5, 1.0]  # 0.5 is the study's own full arm
+    assert list(mean.index) == [0.25, 0.5]  # 0.5 is the study's full arm on the knob's seeds
+    assert "g = 0.25: the sweep's runs; g = 0.5: the main run" in ax.get_title()
     means = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(mean) and np.allclose(ln.get_xdata(), mean.index)]
     assert any(np.allclose(ln.get_ydata(), mean.to_numpy()) for ln in means), "no line through the means"
     dots = figcheck.points(ax)
@@ -155,7 +157,7 @@ def test_a_saved_panel_is_a_drawn_png_in_the_arms_colours(smoke):
 
 
 def test_missing_data_names_the_command(monkeypatch, tmp_path):
-    monkeypatch.setattr(plots, "data_dir", lambda scale, exp: tmp_path / scale / exp)
+    monkeypatch.setattr(society_data, "data_dir", lambda scale, exp: tmp_path / scale / exp)
     with pytest.raises(FileNotFoundError, match="configs/society/cpu.yaml"):
         plots.load_data("cpu")
 
@@ -229,9 +231,9 @@ def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():
     rows, walls = data["rows"], data["walls"]
     own = pd.read_csv(REPO_ROOT / "data" / "smoke" / "society_recombination" / "full_s0.csv")
     got = rows[rows["arm"] == "full@breeding"]
-    assert len(got) == len(own) and set(got["experiment"]) == {"society_recombination"}
-    assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society"}  # the main full is not mixed
-    main = plots.shard_walls(sorted((REPO_ROOT / "data" / "smoke" / "society").glob("full_s*.csv")))
+    assert len(got) == len(own) and set(got["study"]) == {"society_recombination"}
+    assert set(rows.loc[rows["arm"] == "full", "study"]) == {"society"}  # the main full is not mixed
+    main = society_data.shard_walls(sorted((REPO_ROOT / "data" / "smoke" / "society").glob("full_s*.csv")))
     assert len(walls[walls["arm"] == "full"]) == len(main)  # the main full's walls alone, not the re-run's too
     assert set(walls.loc[walls["arm"] == "full@breeding", "seed"]) == set(own["seed"])
     # Fig. 3f compares the main run's arms; a breeding arm is compared with its own full in Fig. 3a
@@ -248,7 +250,7 @@ def test_a_shard_in_two_folders_is_refused_not_counted_twice(tmp_path, monkeypat
         for f in (src / exp).glob("*"):
             (tmp_path / exp / f.name).write_bytes(f.read_bytes())
     (tmp_path / "society" / "no_sex_s0.csv").write_bytes((src / "society_recombination" / "no_sex_s0.csv").read_bytes())
-    monkeypatch.setattr(plots, "data_dir", lambda scale, exp: tmp_path / exp)
+    monkeypatch.setattr(society_data, "data_dir", lambda scale, exp: tmp_path / exp)
     from lib.core.errors import DataMismatchError
     with pytest.raises(DataMismatchError, match="no_sex_s0.csv .* hold the same shard"):
         plots.load_data("smoke")

@@ -19,6 +19,7 @@ import figcheck  # noqa: E402
 from lib.society import diagnostics as dg  # noqa: E402
 from lib.society import results as sr  # noqa: E402
 from lib.core import stats  # noqa: E402
+from lib.society import data as society_data  # noqa: E402
 from lib.society import figures as plots  # noqa: E402
 from lib.society import figures_results as sp  # noqa: E402
 
@@ -268,10 +269,10 @@ def test_shard_walls_reads_each_progress_file(tmp_path):
         (tmp_path / f"{arm}_s3.progress.json").write_text(json.dumps(
             {"last_done": 1, "gen_wall_s": walls, "gen_phase_s": [{"load": 0.5}] * len(walls)}))
     (tmp_path / "no_sex_s3.csv").write_text("x\n")  # no progress file: nothing
-    w = plots.shard_walls(sorted(tmp_path.glob("*.csv")))
+    w = society_data.shard_walls(sorted(tmp_path.glob("*.csv")))
     assert w.groupby("arm")["wall_s"].sum().to_dict() == {"baseline_ties": 7.0, "full": 4.0}
     assert set(w["seed"]) == {3} and w["load"].tolist() == [0.5] * 3
-    assert plots.shard_walls([]).columns.tolist() == ["arm", "seed", "generation", "wall_s"]
+    assert society_data.shard_walls([]).columns.tolist() == ["arm", "seed", "generation", "wall_s"]
 
 
 # ----------------------------------------------------------------------------- panels

@@ -84,16 +84,14 @@ def smoke_copies(tmp_path, monkeypatch):
         for exp in experiments:
             shutil.copytree(REPO_ROOT / "data" / "smoke" / exp, tmp_path / exp)
         monkeypatch.setattr(table_data, "data_dir", lambda scale, exp: tmp_path / exp)
-        table_data.rows_of.cache_clear()
-        return tmp_path
+        return tmp_path  # the reader's cache is keyed by each folder's state: nothing to clear
     yield copy
-    table_data.rows_of.cache_clear()
 
 
 def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_copies):
     from lib.society import tables_results as sr
     rows = sr._breeding_rows.__wrapped__("smoke")
-    assert set(rows.loc[rows["arm"] == "full", "experiment"]) == {"society_recombination"}
+    assert set(rows.loc[rows["arm"] == "full", "study"]) == {"society_recombination"}  # read alone: its own full
     assert set(rows["arm"]) == {"full", "no_sex", "sex_linear", "sex_sum", "sex_ties"}
     # a recombination folder without its own full (the older layout) gives no breeding table, never the
     # main run's full of another commit
@@ -105,7 +103,7 @@ def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_cop
 def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_copies):
     from lib.society import tables as st
     rows = st.lexicase_rows("smoke")
-    assert set(rows["experiment"]) == {"society_lexicase"} and set(rows["arm"]) == {"full", "niche", "lexicase"}
+    assert set(rows["study"]) == {"society_lexicase"} and set(rows["arm"]) == {"full", "niche", "lexicase"}
     # without its own full, the lexicase − full line is not run yet: never the study's full of another folder
     root = smoke_copies("society_study", "society_lexicase")
     (root / "society_lexicase" / "full_s0.csv").unlink()

@@ -1,28 +1,297 @@
-"""The society's configs and rows as the tables read them: each read once per (experiment, scale) in a
-process (a README render asks for the same rows from many tables)."""
+"""The society's data, read in one place: every folder's rows through :func:`society_rows`, its configs
+through :func:`config_of`.
+
+The society's results live in one folder per experiment (:data:`STUDIES`): ``data/<scale>/society/``
+(the first verdict), ``society_recombination/`` (the breeding arms beside their own ``full``),
+``society_study/`` and ``society_lexicase/``. :func:`society_rows` reads the shards each folder's config
+lists, in its order (arms, then seeds), each checked (:func:`lib.core.rows.read_shard`), into one tidy
+frame (:data:`COLUMNS`): ``study`` is the folder's experiment, ``code_path`` what made the shard (the
+folder's commit, its float path or device, and the shard's trainer where recorded). It is the one place
+where folders are joined and arms named: the recombination folder's own ``full``, read beside another
+folder, is :data:`lib.society.arms.BESIDE` (``full@breeding``); :func:`grounding_sweep` names the study's
+``full`` as the knob's g of its config. Figures and tables take their frames from here and never read a
+folder or rename an arm. The wall seconds of the same shards (:func:`society_walls`), the files behind a
+frame (:func:`files_of`), a folder's manifest and its sweeps' ledger are read here too.
+
+Rows come in each folder's config order (arms, then seeds: the tables') or, with ``order="name"``, by shard
+file name (the figures'; :data:`ORDERS`). Frames are cached per folder state (a shard written, removed or
+changed is read anew) and shared: callers never modify them in place.
+"""
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from lib.core.errors import DataMismatchError
+from lib.core.manifest import read_manifest
 from lib.core.paths import config_path, data_dir
+from lib.core.rows import progress_path, read_progress, read_shard, shard_keys, shard_path
+from lib.society import run as society
+from lib.society.arms import BESIDE, REFERENCE
+from lib.society.config import load_file
+from lib.society.config import arm_runs
+from lib.sweep import LEDGER
+
+MAIN, RECOMBINATION, STUDY, LEXICASE = "society", "society_recombination", "society_study", "society_lexicase"
+STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE)
+OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
+COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
+           "score"]
+WALL_COLUMNS = ["arm", "seed", "generation", "wall_s"]
+# The order of a frame's rows: "config", each folder's config's (arms, then seeds: the tables'), or "name", its
+# shards' file names (the figures'). It decides where baselines stand among the arms (lib.society.arms.order
+# keeps them in their order of first appearance) and fig3g's legend, so each side keeps the order it was
+# drawn or tabled in.
+ORDERS = ("config", "name")
 
 
 @lru_cache(maxsize=None)
 def config_of(experiment: str, scale: str) -> dict | None:
-    from lib.society import run as society
+    """The checked config ``configs/<experiment>/<scale>.yaml`` (``None`` without one)."""
     p = config_path(experiment, scale)
-    return society.load_file(p) if p.is_file() else None
+    return load_file(p) if p.is_file() else None
 
 
-@lru_cache(maxsize=None)
-def rows_of(experiment: str, scale: str) -> pd.DataFrame | None:
-    """The rows of ``configs/<experiment>/<scale>.yaml`` (``None`` without config or data)."""
-    from lib.society import run as society
-    cfg = config_of(experiment, scale)
-    folder = data_dir(scale, experiment)
+def complete_runs(rows: pd.DataFrame, generations: int) -> pd.DataFrame:
+    """The rows of the (arm, seed) runs that reached their last generation (``generations − 1``): a
+    run still in progress (a sweep that stopped mid-run and will resume) is left out of every
+    comparison, not read as if its last generation so far were the last."""
+    last = rows.groupby(["arm", "seed"])["generation"].transform("max")
+    return rows[last == generations - 1]
+
+
+# ----------------------------------------------------------------------------- one folder
+
+
+def shard_walls(files) -> pd.DataFrame:
+    """Wall seconds of every generation of each shard in ``files`` (``<arm>_s<seed>.csv``), from its
+    progress file: ``arm, seed, generation, wall_s`` and the recorded phases (a baseline: one entry,
+    phase ``baseline``). A shard without a progress file contributes nothing."""
+    out = []
+    for f in files:
+        arm, seed = shard_keys(f)
+        info = read_progress(f) if arm is not None else None
+        if info is None:
+            continue
+        phases = info.get("gen_phase_s", [])
+        out += [{"arm": arm, "seed": int(seed), "generation": t, "wall_s": float(w),
+                 **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
+    return pd.DataFrame(out, columns=None if out else WALL_COLUMNS)
+
+
+def code_path(manifest: dict | None, progress: dict | None) -> str:
+    """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]`` from its folder's
+    manifest (the commit; torch's CPU kernel level where recorded, else the device) and its progress
+    file (the trainer, where recorded)."""
+    m = manifest or {}
+    commit = str((m.get("git") or {}).get("commit") or "?")[:7]
+    where = (m.get("float_path") or {}).get("torch_cpu_capability") or m.get("device") or "?"
+    trainer = (progress or {}).get("trainer")
+    return "/".join([commit, str(where)] + ([str(trainer)] if trainer else []))
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One folder as read: ``rows`` (its config's shards, in its order, arms as the folder names them;
+    :data:`COLUMNS`; ``spans``: each shard's file name and its rows' ``[start, stop)`` there), their
+    ``walls`` (:func:`shard_walls`), the ``shards`` read, the ``done`` runs (``(arm, seed)`` at their last
+    generation), the shards on disk its config does not list (``unlisted``) and every shard on disk
+    (``on_disk``)."""
+
+    study: str
+    rows: pd.DataFrame
+    spans: tuple[tuple[str, int, int], ...]
+    walls: pd.DataFrame
+    shards: tuple[Path, ...]
+    done: frozenset
+    unlisted: tuple[Path, ...]
+    on_disk: tuple[Path, ...]
+
+    def rows_in(self, order: str) -> pd.DataFrame:
+        """``rows`` in :data:`ORDERS` ``order``: ``"config"`` as read, ``"name"`` by shard file name."""
+        if order == "config":
+            return self.rows
+        if order != "name":
+            raise ValueError(f"unknown row order {order!r}; known: {list(ORDERS)}")
+        take = [np.arange(a, b) for _, a, b in sorted(self.spans)]
+        return self.rows.take(np.concatenate(take) if take else []).reset_index(drop=True)
+
+
+def _stamp(study: str, scale: str) -> tuple:
+    """The state of the folder of ``study``: its path and every file's name, size and change time."""
+    folder = data_dir(scale, study)
+    if not folder.is_dir():
+        return (str(folder),)
+    return (str(folder), *sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)))
+
+
+def _shard_rows(f: Path, study: str, manifest: dict | None) -> pd.DataFrame:
+    """The checked rows of shard ``f`` in :data:`COLUMNS` (its ``experiment`` must be its folder's)."""
+    part = read_shard(f, "generation", society.COLUMNS)
+    if len(part) and set(part["experiment"]) != {study}:
+        raise DataMismatchError(f"{f} holds rows of {sorted(set(part['experiment']))}, not of its folder's "
+                                f"{study!r}: move it to the folder of its experiment")
+    return part.assign(study=study, code_path=code_path(manifest, read_progress(f)))[COLUMNS]
+
+
+@lru_cache(maxsize=16)
+def _folder(study: str, scale: str, stamp: tuple) -> Folder | None:
+    """:class:`Folder` of ``study`` at ``scale`` in the state ``stamp`` (``None`` without config or folder)."""
+    cfg, folder = config_of(study, scale), Path(stamp[0])
     if cfg is None or not folder.is_dir():
         return None
-    rows = society.load_rows(cfg, folder)
-    return rows if len(rows) else None
+    on_disk = tuple(sorted(folder.glob("*_s*.csv")))
+    listed = [shard_path(folder, a, s) for a, s in arm_runs(cfg)]
+    shards = tuple(p for p in listed if p.exists())
+    manifest = read_manifest(folder)
+    parts = [(f.name, p) for f, p in ((f, _shard_rows(f, study, manifest)) for f in shards) if len(p)]
+    rows = pd.concat([p for _, p in parts], ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+    stops = np.cumsum([len(p) for _, p in parts]).tolist()
+    spans = tuple((name, stop - len(p), stop) for (name, p), stop in zip(parts, stops))
+    done = frozenset((a, s) for a, s in arm_runs(cfg)
+                     if (read_progress(shard_path(folder, a, s)) or {}).get("last_done") == cfg["generations"] - 1)
+    return Folder(study, rows, spans, shard_walls(shards), shards, done, tuple(sorted(set(on_disk) - set(listed))),
+                  on_disk)
+
+
+# ----------------------------------------------------------------------------- folders joined
+
+
+def _named(arm: str, study: str, joined: bool) -> str:
+    """``arm`` of ``study``'s folder as the frame names it: the folder's own reference, read beside
+    another folder, is :data:`OWN_REFERENCE` of it (``full@breeding``)."""
+    return OWN_REFERENCE[study] if joined and arm == REFERENCE and study in OWN_REFERENCE else arm
+
+
+def _names(frame: pd.DataFrame, study: str, joined: bool) -> pd.DataFrame:
+    """``frame`` (rows or walls of ``study``'s folder) with its arms named by :func:`_named`."""
+    if not (joined and study in OWN_REFERENCE and len(frame)):
+        return frame
+    return frame.assign(arm=frame["arm"].where(frame["arm"] != REFERENCE, _named(REFERENCE, study, joined)))
+
+
+def _check_folders(folders: list[Folder], joined: bool) -> None:
+    """A shard held by two folders (it would count twice in every mean) or one its folder's config does
+    not list (a run in the wrong folder) is a :class:`DataMismatchError` naming it and the fix."""
+    seen: dict[tuple, Path] = {}
+    for fo in folders:
+        for f in fo.on_disk:
+            arm, seed = shard_keys(f)
+            key = (_named(arm, fo.study, joined), seed)
+            if key in seen:
+                raise DataMismatchError(f"{f} and {seen[key]} hold the same shard: keep the one whose "
+                                        f"folder's config lists its arm and move the other aside")
+            seen[key] = f
+    for fo in folders:
+        if fo.unlisted:
+            raise DataMismatchError(f"{fo.unlisted[0]} is no run of configs/{fo.study}/ (its config lists no "
+                                    f"such arm and seed): move it to the folder of its config, or aside")
+
+
+def _finished(fo: Folder, rows: pd.DataFrame, scale: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``rows`` (of ``fo``) and the walls of ``fo``, of the runs that reached their last generation."""
+    rows = complete_runs(rows, config_of(fo.study, scale)["generations"])
+    w = fo.walls
+    if len(w):
+        w = w[[(a, s) in fo.done for a, s in zip(w["arm"], w["seed"])]]
+    return rows, w
+
+
+@lru_cache(maxsize=32)
+def _joined(scale: str, stamps: tuple, finished: bool, order: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """``(rows, walls)`` of the folders of ``stamps`` (``((study, stamp), ...)``), joined and named, each
+    folder's rows in ``order``; ``None`` when the first holds no rows."""
+    folders = [fo for fo in (_folder(st, scale, stamp) for st, stamp in stamps) if fo is not None]
+    joined = len(stamps) > 1
+    _check_folders(folders, joined)
+    rows, walls = [], []
+    for fo in folders:
+        r, w = _finished(fo, fo.rows_in(order), scale) if finished else (fo.rows_in(order), fo.walls)
+        if not len(r):
+            continue
+        r, w = _names(r, fo.study, joined), _names(w, fo.study, joined)
+        rows.append(r)
+        walls += [w] if len(w) else []
+    if not rows or rows[0]["study"].iloc[0] != stamps[0][0]:
+        return None
+    return (pd.concat(rows, ignore_index=True),
+            pd.concat(walls, ignore_index=True) if walls else pd.DataFrame(columns=WALL_COLUMNS))
+
+
+def _read(scale: str, studies: tuple, finished: bool, required: bool, order: str):
+    got = _joined(scale, tuple((s, _stamp(s, scale)) for s in studies), finished, order)
+    if got is None and required:
+        folder = data_dir(scale, studies[0])
+        raise FileNotFoundError(f"no {'finished ' if finished else ''}{studies[0]} rows in {folder}: run "
+                                f"`python -m lib.experiment configs/{studies[0]}/{scale}.yaml`")
+    return got
+
+
+def society_rows(scale: str, study: str = MAIN, *beside: str, finished: bool = False, required: bool = True,
+                 order: str = "config") -> pd.DataFrame | None:
+    """The rows of ``study``'s folder at ``scale`` with those of the ``beside`` folders that hold rows
+    joined after them: one tidy frame of :data:`COLUMNS` (``study``: the folder's experiment;
+    ``code_path``: :func:`code_path`), each folder's shards in ``order`` (:data:`ORDERS`).
+
+    Arms are named as the frame joins them: read beside another folder, the recombination folder's own
+    ``full`` is ``full@breeding`` (:data:`lib.society.arms.BESIDE`), its breeding arms' reference; read
+    alone, it is that folder's ``full``. ``finished``: the runs that reached their last generation only
+    (:func:`complete_runs`). A shard in two of the folders, or one its folder's config does not list, is a
+    :class:`lib.core.errors.DataMismatchError`. Without rows of ``study``: ``FileNotFoundError`` naming
+    the folder and the command that fills it (``required``), else ``None``."""
+    got = _read(scale, (study, *beside), finished, required, order)
+    return None if got is None else got[0]
+
+
+def society_walls(scale: str, study: str = MAIN, *beside: str, finished: bool = False,
+                  required: bool = True) -> pd.DataFrame | None:
+    """The wall seconds per generation (:func:`shard_walls`) of the shards of :func:`society_rows` with
+    the same arguments, its arms named as there."""
+    got = _read(scale, (study, *beside), finished, required, "config")
+    return None if got is None else got[1]
+
+
+def files_of(scale: str, study: str = MAIN, *beside: str) -> dict:
+    """What :func:`society_rows` of these folders reads: ``{"files": shards (each folder's by name),
+    "progress": their progress files, "configs": the configs of the folders with rows}`` (paths as text)."""
+    folders = [fo for fo in (_folder(s, scale, _stamp(s, scale)) for s in (study, *beside)) if fo is not None]
+    shards = [f for fo in folders for f in sorted(fo.shards)]
+    return {"files": [str(f) for f in shards],
+            "progress": [str(progress_path(f)) for f in shards if progress_path(f).is_file()],
+            "configs": [str(config_path(fo.study, scale)) for fo in folders if fo.shards]}
+
+
+def manifest_of(study: str, scale: str) -> dict:
+    """The manifest of ``study``'s folder at ``scale`` (``{}`` without one)."""
+    return read_manifest(data_dir(scale, study)) or {}
+
+
+def ledger_of(study: str, scale: str) -> list[dict] | None:
+    """The sweeps' ledger of ``study``'s folder (:data:`lib.sweep.LEDGER`, one record a sweep; ``[]``
+    without one); ``None`` without the folder."""
+    folder = data_dir(scale, study)
+    if not folder.is_dir():
+        return None
+    f = folder / LEDGER
+    return [json.loads(x) for x in f.read_text().splitlines() if x.strip()] if f.exists() else []
+
+
+# ----------------------------------------------------------------------------- arms named for an analysis
+
+
+def grounding_sweep(rows: pd.DataFrame, g: float) -> pd.DataFrame | None:
+    """The grounding-knob sweep (S3b) in ``rows`` (the study's): its ``full@g<g>`` arms, plus ``full``
+    itself on their seeds named ``full@g<g>`` at the config's ``g`` (the same runs: full *is* the knob at
+    that value). Column ``borrowed`` marks ``full``'s rows. ``None`` without knob arms."""
+    knob = rows[rows["arm"].str.match(rf"^{REFERENCE}@g[0-9.]+$")]
+    if knob.empty:
+        return None
+    main = rows[(rows["arm"] == REFERENCE) & rows["seed"].isin(set(knob["seed"]))]
+    return pd.concat([knob.assign(borrowed=False), main.assign(arm=f"{REFERENCE}@g{g:g}", borrowed=True)],
+                     ignore_index=True)

@@ -8,146 +8,53 @@ so not drawn, with fewer than 6 seeds). The reference ``full`` is drawn last, on
 bare base's accuracy, where recorded, as a grey dash-dotted line. Baseline arms (``baseline_…``: one
 model, no generations) are left out of every trajectory. The society against the field's merge methods
 (Fig. 3f, with S3k–S3m), skill retention, skill loss and generalists (S3h–S3j) live in
-:mod:`lib.society.figures_results`, the operators' diagnostics (S3c–S3g) in
-:mod:`lib.society.figures_diagnostics`; their panels follow this module's in :data:`PANELS`.
+:mod:`lib.society.figures_results`, the operators' diagnostics (S3c–S3f) in
+:mod:`lib.society.figures_diagnostics`; their panels follow this module's in :data:`PANELS`. The
+grounding knob (S3b) and elitism (S3g) are the society study's (:mod:`lib.society.figures_study`). The
+rows come from :mod:`lib.society.data`, which reads and joins the folders and names the arms.
 :func:`draw_panel` draws any saved panel by name, as notebook 03 shows it.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
+import matplotlib.patheffects as pe
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from lib.society.arms import NO_GROUNDING, REFERENCE, SEED_V2_ARMS, switches
+from lib.society.arms import REFERENCE, SEED_V2_ARMS
+from lib.society.data import MAIN, RECOMBINATION, config_of, files_of, society_rows, society_walls
 from lib.society.diagnostics import (BESIDE, PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
                                     own_reference, parents_table, population_metric)
 from lib.society.results import base_scores
 from lib.core.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences,
                               t_ci)
-from lib.core.errors import DataMismatchError
-from lib.core.config import load_yaml
-from lib.core.paths import config_path, data_dir
-from lib.society.config import load as load_config
-from lib.core.rows import progress_path, read_progress, read_shard, shard_keys
 from lib.society import figures_diagnostics as society_diagnostics, figures_results as society_results
 from lib import style
 from lib.society import arms
-from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, interval_bar, mean_curve, paired_difference_panel,
+from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, mean_curve, paired_difference_panel,
                     panel_grid, repo_path, save_panels, use_style, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
-EXPERIMENT = "society"
-SWEEP = "society_g_sweep"
-ELITISM = "society_elitism"  # the elitism comparison's runs (<arm>@e1), read together with the main rows
-RECOMBINATION = "society_recombination"  # no_sex, sex_linear, sex_sum, sex_ties and their own full, seeds 0-7
+EXPERIMENT = MAIN
 NOTEBOOK = "03_society_arms.ipynb"
 ARM_ORDER = list(SEED_V2_ARMS)
 
 
-def _shards(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*_s*.csv"))
-
-
-def shard_walls(files) -> pd.DataFrame:
-    """Wall seconds of every generation of each shard in ``files`` (``<arm>_s<seed>.csv``), from its
-    progress file: ``arm, seed, generation, wall_s`` and the recorded phases (a baseline: one entry,
-    phase ``baseline``). A shard without a progress file contributes nothing."""
-    out = []
-    for f in files:
-        arm, seed = shard_keys(f)
-        info = read_progress(f) if arm is not None else None
-        if info is None:
-            continue
-        phases = info.get("gen_phase_s", [])
-        out += [{"arm": arm, "seed": int(seed), "generation": t, "wall_s": float(w),
-                 **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
-    return pd.DataFrame(out, columns=None if out else ["arm", "seed", "generation", "wall_s"])
-
-
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "walls", "sweep", "sweep_files", "families", "configs", "sweep_configs"}``
-    from ``data/<scale>/society[_recombination|_elitism|_g_sweep]/`` (``rows``: the main run, the
-    other breeding arms and the elitism comparison's runs, all on the main run's settings; the
-    recombination folder's own ``full``, run beside its breeding arms, is read as :data:`BESIDE`
-    (``full@breeding``), their reference (:func:`arm_reference`);
-    ``walls``: their wall seconds per generation, :func:`shard_walls`; ``sweep``:
-    the grounding-knob sweep; ``families``: the config's task families, in its order; ``configs``: the
-    configs behind ``rows``, ``sweep_configs`` those behind ``sweep``).
+    """``{"rows", "walls", "families", "files", "progress", "configs"}`` of the first run with the other
+    breeding arms beside it (:func:`lib.society.data.society_rows` of ``data/<scale>/society/`` and
+    ``society_recombination/``: the recombination folder's own ``full`` is :data:`BESIDE`, ``full@breeding``,
+    their reference, :func:`arm_reference`); ``walls``: their wall seconds per generation
+    (:func:`lib.society.data.society_walls`); ``families``: the config's task families, in its order;
+    ``files``, ``progress``, ``configs``: what they were read from (:func:`lib.society.data.files_of`).
 
     Raises ``FileNotFoundError`` naming the folder and the command that fills it.
     """
-    folder = data_dir(scale, EXPERIMENT)
-    files = _shards(folder)
-    if not files:
-        raise FileNotFoundError(f"no society rows in {folder}: run "
-                                f"`python -m lib.experiment configs/society/{scale}.yaml`")
-    configs = [config_path(EXPERIMENT, scale)]
-    beside = []  # the recombination folder's own full: read as full@breeding, its breeding arms' reference
-    for extra in (RECOMBINATION, ELITISM):  # runs on the main run's settings and seeds: read with it
-        more = _shards(data_dir(scale, extra))
-        if extra == RECOMBINATION:
-            beside = [f for f in more if shard_keys(f)[0] == REFERENCE]
-        files += more
-        configs += [config_path(extra, scale)] if more else []
-    seen = {}
-    for f in files:  # an arm run twice (two folders) would count its agents twice in every mean
-        key = (BESIDE if f in beside else "") + Path(f).name
-        if key in seen:
-            raise DataMismatchError(f"{f} and {seen[key]} hold the same shard: keep the one whose "
-                                    f"folder's config lists its arm and move the other aside")
-        seen[key] = f
-    rows = pd.concat([read_shard(f, "generation").assign(**({"arm": BESIDE} if f in beside else {}))
-                      for f in files], ignore_index=True)  # checked, as in lib.core.rows
-    sfolder = data_dir(scale, SWEEP)
-    sfiles = _shards(sfolder)
-    sweep = pd.concat([read_shard(f, "generation") for f in sfiles], ignore_index=True) if sfiles else None
-    sweep_configs = [config_path(SWEEP, scale)]
-    if sweep is not None:
-        sweep, borrowed = _with_main_g(sweep, rows, folder, scale)
-        sfiles = list(sfiles) + borrowed
-        sweep_configs += [config_path(EXPERIMENT, scale)] if borrowed else []
-    families = list(load_config(EXPERIMENT, scale)["families"])
-    return {"rows": rows, "files": [str(f) for f in files], "walls": _walls(files, beside), "sweep": sweep,
-            "sweep_files": [str(f) for f in sfiles],
-            "families": families, "configs": [str(c) for c in configs], "sweep_configs": [str(c) for c in sweep_configs]}
-
-
-def _walls(files, beside) -> pd.DataFrame:
-    """:func:`shard_walls` of ``files``, those of ``beside`` under the arm name :data:`BESIDE`."""
-    mine, own = shard_walls([f for f in files if f not in beside]), shard_walls(beside)
-    return pd.concat([mine, own.assign(arm=BESIDE)], ignore_index=True) if len(own) else mine
-
-
-def _with_main_g(sweep: pd.DataFrame, rows: pd.DataFrame, folder, scale: str):
-    """The sweep plus, for every knob value it leaves out, the main run's arm that *is* ``full`` at
-    that g, on the sweep's seeds, renamed ``full@g<g>``: ``full`` itself (g = the config's g) and
-    ``no_grounding`` (g = 0: the same switches as ``full@g0``, lib.society.arms.switches).
-
-    ``full`` is the very same run (same settings, founders and random numbers); ``no_grounding`` runs
-    on its own random stream, so its pairing with the sweep's runs is by seed only. Borrowed rows keep
-    the main run's ``experiment``, so a figure can say which points are borrowed.
-    configs/society_g_sweep/ relies on this instead of running these points twice.
-    """
-    g = float(load_yaml(config_path(SWEEP, scale)).get("g", 0.5))
-    have = set(sweep["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float))
-    seeds = sorted(set(sweep["seed"]))
-    parts, borrowed = [sweep], []
-    for arm in (REFERENCE, NO_GROUNDING):
-        st = switches(arm, g)
-        if st != switches(REFERENCE, st["g"]) or st["g"] in have:
-            continue
-        main = rows[(rows["arm"] == arm) & rows["seed"].isin(seeds)]
-        if main.empty:
-            continue
-        parts.append(main.assign(arm=f"{REFERENCE}@g{st['g']:g}"))  # keeps experiment = the main run's
-        borrowed += [str(folder / f"{arm}_s{sd}.csv") for sd in sorted(set(main["seed"]))]
-        have.add(st["g"])
-    return pd.concat(parts, ignore_index=True), borrowed
+    rows = society_rows(scale, MAIN, RECOMBINATION, order="name")  # shards by name: the order drawn since Fig. 3
+    return {"rows": rows, "walls": society_walls(scale, MAIN, RECOMBINATION),
+            "families": list(config_of(MAIN, scale)["families"]), **files_of(scale, MAIN, RECOMBINATION)}
 
 
 def parents_wide(df: pd.DataFrame) -> pd.DataFrame:
@@ -217,8 +124,6 @@ REFERENCE_LW = 2.4  # the reference arm's line: drawn last, thicker, with a whit
 def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
     """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t) cut to
     [0, 1], every society metric being a rate); the reference ``full`` drawn last, on top, thicker."""
-    import matplotlib.patheffects as pe
-
     t = within_bounds(mean_ci_table(d, ["arm", "generation"]))
     for a in [a for a in arms if a != REFERENCE] + [a for a in arms if a == REFERENCE]:
         x = t[t["arm"] == a]
@@ -489,40 +394,6 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
     return fig
 
 
-def draw_g_sweep(sweep: pd.DataFrame):
-    """S3b: the grounding-knob sweep: last-generation test accuracy of the ``full`` arm against g: one
-    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t, within [0, 1]). Knob values the sweep
-    does not run come from the main run on the same seeds (:func:`load_data`: g = the config's g is
-    its ``full`` arm, g = 0 its ``no_grounding`` arm), as the title says."""
-    use_style()
-    d = last_generation_table(sweep)
-    d["g"] = d["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float)
-    t = mean_ci_table(d, ["g"], bounds=(0.0, 1.0))
-    st = arm_style(REFERENCE)
-    fig, ax = plt.subplots(figsize=(4.0, 3.3))
-    for sd, part in d.groupby("seed"):
-        part = part.sort_values("g")
-        ax.plot(part["g"], part["value"], color=st["color"], lw=0.6, alpha=0.35, zorder=1)
-        ax.scatter(part["g"], part["value"], s=12, color=st["color"], alpha=0.5, lw=0, zorder=2)
-    ci = np.isfinite(t["lo"]).all()
-    ax.plot(t["g"], t["mean"], marker="D", ms=5, color="black", lw=1.2, zorder=3,
-            label=f"mean, {BOUNDED_T_CI}" if ci else "mean over seeds")
-    for r in t.itertuples():
-        interval_bar(ax, r.g, r.lo, r.hi, "black")
-    n = sorted(set(t["n"]))
-    borrowed = sorted(set(sweep.loc[sweep["experiment"] != SWEEP, "arm"])) if "experiment" in sweep else []
-    ax.set_xlabel("grounding knob g (0: conformity only, 1: verifier only)")
-    ax.set_ylabel("test accuracy, last generation")
-    run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
-    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seed{'s' if max(n) > 1 else ''})\n"
-                 f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
-                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
-                 fontsize=7.5)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
 def _if_metric(metric: str, fn):
     return lambda data: fn(data["rows"]) if metric in set(data["rows"]["metric"]) else None
 
@@ -555,21 +426,13 @@ PANELS: list[Panel] = [
     Panel("S3a_society_lineage", lambda data: draw_lineage(data["rows"]),
           "Who bred in one run (full arm, first seed): parent → child edges, selected agents in black, the "
           "ancestry of the last generation's top-scoring agent in colour."),
-    Panel("S3b_society_g_sweep", lambda data: None if data["sweep"] is None else draw_g_sweep(data["sweep"]),
-          "Grounding-knob sweep: last-generation test accuracy of the full arm against g (dots: seeds; mean, "
-          f"{BOUNDED_T_CI}). Points the sweep leaves out come from the main run on the same seeds: g = 0.5 is its full "
-          "arm, g = 0 its no_grounding arm (the same switches as full at g = 0, on its own random stream).",
-          source="sweep"),
 ] + society_results.PANELS + society_results.COMPARISON_PANELS + society_diagnostics.PANELS
 
 
 def sources(data: dict) -> dict:
     """The data files and configs of each panel source, relative to the repository."""
-    rows = [repo_path(f) for f in data["files"]]
-    progress = [repo_path(progress_path(f)) for f in data["files"] if progress_path(f).is_file()]
-    return {"rows": (rows, [repo_path(c) for c in data["configs"]]),
-            "comparison": (rows + progress, [repo_path(c) for c in data["configs"]]),
-            "sweep": ([repo_path(f) for f in data["sweep_files"]], [repo_path(c) for c in data["sweep_configs"]])}
+    rows, configs = [repo_path(f) for f in data["files"]], [repo_path(c) for c in data["configs"]]
+    return {"rows": (rows, configs), "comparison": (rows + [repo_path(f) for f in data["progress"]], configs)}
 
 
 def draw_panel(name: str, data: dict):
@@ -579,7 +442,7 @@ def draw_panel(name: str, data: dict):
 
 
 def draw_all(scale: str) -> list[str]:
-    """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society*``; returns the names saved.
+    """Draw and save every panel of :data:`PANELS` from :func:`load_data`; returns the names saved.
     To add a panel, append a :class:`lib.style.Panel` to ``PANELS``."""
     data = load_data(scale)
     return save_panels(PANELS, data, scale=scale, sources=sources(data), notebook=NOTEBOOK)

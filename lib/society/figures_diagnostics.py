@@ -1,12 +1,12 @@
-"""SI panels S3c–S3g: diagnostics of the society's operators (:mod:`lib.society.diagnostics`).
+"""SI panels S3c–S3f: diagnostics of the society's operators (:mod:`lib.society.diagnostics`), and the
+elitism comparison :func:`draw_elitism` that the society study's S3g draws (:mod:`lib.society.figures_study`).
 
 Declared in :data:`PANELS`, which :mod:`lib.society.figures` appends to its own (``draw_all`` saves
 them with Fig. 3 / S3, notebook 05 lists them); this module never imports :mod:`lib.society.figures`.
 Each panel reduces a statistic to one number per seed, then shows the mean over seeds with its 95 %
 CI (t) (dots: seeds); a paired difference carries its 95 % CI (sign-flip inversion), unbounded (not
 drawn) with fewer than 6 seeds. A panel whose data is absent (rows written before the loop recorded
-its diagnostics — no ``val_half_a``, ``base_test_*``, ``merge_*``, ``source_*`` rows — or no
-``<arm>@e1`` arms) is skipped (``draw`` returns None), so older data keeps its panel set. The task
+its diagnostics — no ``val_half_a``, ``base_test_*``, ``merge_*``, ``source_*`` rows) is skipped (``draw`` returns None), so older data keeps its panel set. The task
 families come from the config (``data["families"]``), never from the rows.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from lib.society import diagnostics as dg
 from lib.society.arms import REFERENCE
 from matplotlib.lines import Line2D
 
-from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, mean_ci_table
+from lib.core.stats import BOUNDED_T_CI, T_CI, mean_ci_table
 from lib import style
 from lib.society import arms
 from lib.style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, finish_panel_grid, interval_bar, mean_curve,
@@ -273,11 +273,6 @@ def _when(metrics, fn, *, families: bool = False):
     return draw
 
 
-def _elitism(data):
-    rows = data["rows"]
-    return draw_elitism(rows) if dg.elitism_pairs(rows["arm"]) and "val_half_a" in set(rows["metric"]) else None
-
-
 PANELS = [
     Panel("S3c_society_founders", _when(["base_test_overall"], draw_founders, families=True),
           "Founders at generation 0: (a) test accuracy per agent and family (mean over seeds), the bare base "
@@ -295,8 +290,4 @@ PANELS = [
     Panel("S3f_society_inheritance_fidelity", _when(["source_test_overall"], draw_inheritance_fidelity),
           "Inheritance fidelity (mutation load): a child's test accuracy at t+1 minus its source's at t (elites "
           f"excluded), (a) per generation and arm, (b) per arm; mean over seeds, {T_CI}."),
-    Panel("S3g_society_elitism", _elitism,
-          "Elitism 1 vs 0 (X@e1 vs X, same seeds): (a) test accuracy per generation, X on X@e1's seeds; "
-          "last-generation paired differences of (b) the population mean and (c) the top-scoring agent; mean, "
-          f"{SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p."),
 ]

@@ -6,8 +6,8 @@ society better, and which mechanism keeps it? Plus the study's grounding knob (S
   population test accuracy (y), at generation 1 (open) and at the last generation (filled), joined by
   an arrow; the baselines (one model each, ×), the founders (generation 0, ★) and the bare base (●).
   Means over each arm's seeds.
-- ``S3b_study_g_sweep`` — :func:`lib.society.figures.draw_g_sweep` on the study's ``full@g<g>`` arms,
-  ``full`` as g = 0.5 (the same seeds).
+- ``S3b_study_g_sweep`` — :func:`draw_g_sweep` on the study's ``full@g<g>`` arms, ``full`` as g = 0.5 (the
+  same seeds; :func:`lib.society.data.grounding_sweep` names it).
 - ``S3g_study_elitism`` — :func:`lib.society.figures_diagnostics.draw_elitism` on ``full@e1`` /
   ``no_grounding@e1`` and their references.
 - ``S3h_study_skill_retention``, ``S3i_study_skill_loss`` — the society's S3h and S3i
@@ -25,35 +25,31 @@ import pandas as pd
 
 from lib.society import diagnostics as dg
 from lib.society.arms import BASELINE_PREFIX, REFERENCE
+from lib.society.data import STUDY, config_of, files_of, grounding_sweep, society_rows
+from lib.society.figures import last_generation_table
+from lib.society.figures_diagnostics import draw_elitism
+from lib.society.figures_results import draw_skill_loss, draw_skill_retention
 from lib.society.results import last_generation
-from lib.society.study import complete_runs
-from lib.society.config import load_file
-from lib.core.paths import config_path, data_dir
-from lib.core.rows import progress_path, read_shard
+from lib.society.study import primary_table
+from lib.core.stats import BOUNDED_T_CI, mean_ci_table
 from lib import style
 from lib.society import arms
-from lib.style import Panel, arm_style, repo_path, save_panels, use_style
+from lib.style import Panel, arm_style, interval_bar, repo_path, save_panels, use_style
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
-EXPERIMENT = "society_study"
+EXPERIMENT = STUDY
 NOTEBOOK = "03_society_arms"
 
 
 def load_data(scale: str) -> dict:
-    """``{"rows", "files", "families", "config"}`` of the study at ``scale`` (shards read checked; the
-    runs that reached their last generation only).
+    """``{"rows", "families", "g", "files", "progress", "configs"}`` of the study at ``scale``: its rows
+    (:func:`lib.society.data.society_rows`, the runs that reached their last generation only), its
+    config's families and grounding weight ``g``, and what they were read from.
     Raises ``FileNotFoundError`` naming the command that makes them."""
-    folder = data_dir(scale, EXPERIMENT)
-    files = sorted(p for p in folder.glob("*_s*.csv")) if folder.is_dir() else []
-    if not files:
-        raise FileNotFoundError(f"no society-study rows in {folder}: run "
-                                f"`python -m lib.experiment configs/{EXPERIMENT}/{scale}.yaml`")
-    rows = pd.concat([read_shard(f, "generation") for f in files], ignore_index=True)
-    cfg = config_path(EXPERIMENT, scale)
-    rows = complete_runs(rows, int(load_file(cfg)["generations"]))  # a run in progress is not drawn
-    return {"rows": rows, "files": [str(f) for f in files], "families": list(load_file(cfg)["families"]),
-            "config": str(cfg)}
+    rows = society_rows(scale, STUDY, finished=True, order="name")  # a run in progress is not drawn
+    cfg = config_of(STUDY, scale)
+    return {"rows": rows, "families": list(cfg["families"]), "g": float(cfg["g"]), **files_of(scale, STUDY)}
 
 
 def skill_points(rows: pd.DataFrame, families) -> pd.DataFrame:
@@ -134,25 +130,46 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     return fig
 
 
-def g_sweep_rows(rows: pd.DataFrame, g: float) -> pd.DataFrame | None:
-    """The study's ``full@g<g>`` arms plus ``full`` as g = ``g`` on their seeds, as
-    :func:`lib.society.figures.draw_g_sweep` reads them (``full`` marked as borrowed from the main arm)."""
-    from lib.society.figures import SWEEP
-    knob = rows[rows["arm"].str.match(r"^full@g[0-9.]+$")]
-    if knob.empty:
-        return None
-    main = rows[(rows["arm"] == REFERENCE) & rows["seed"].isin(set(knob["seed"]))]
-    return pd.concat([knob.assign(experiment=SWEEP), main.assign(arm=f"{REFERENCE}@g{g:g}")], ignore_index=True)
+def draw_g_sweep(sweep: pd.DataFrame):
+    """S3b: the grounding-knob sweep: last-generation test accuracy of the ``full`` arm against g: one
+    dot per seed (lines join a seed), the mean over seeds and its 95 % CI (t, within [0, 1]). ``sweep``:
+    :func:`lib.society.data.grounding_sweep`, whose ``borrowed`` rows (``full`` itself, at the config's g)
+    the title names."""
+    use_style()
+    d = last_generation_table(sweep)
+    d["g"] = d["arm"].str.extract(r"@g([0-9.]+)$")[0].astype(float)
+    t = mean_ci_table(d, ["g"], bounds=(0.0, 1.0))
+    st = arm_style(REFERENCE)
+    fig, ax = plt.subplots(figsize=(4.0, 3.3))
+    for sd, part in d.groupby("seed"):
+        part = part.sort_values("g")
+        ax.plot(part["g"], part["value"], color=st["color"], lw=0.6, alpha=0.35, zorder=1)
+        ax.scatter(part["g"], part["value"], s=12, color=st["color"], alpha=0.5, lw=0, zorder=2)
+    ci = np.isfinite(t["lo"]).all()
+    ax.plot(t["g"], t["mean"], marker="D", ms=5, color="black", lw=1.2, zorder=3,
+            label=f"mean, {BOUNDED_T_CI}" if ci else "mean over seeds")
+    for r in t.itertuples():
+        interval_bar(ax, r.g, r.lo, r.hi, "black")
+    n = sorted(set(t["n"]))
+    borrowed = sorted(set(sweep.loc[sweep["borrowed"].astype(bool), "arm"])) if "borrowed" in sweep else []
+    ax.set_xlabel("grounding knob g (0: conformity only, 1: verifier only)")
+    ax.set_ylabel("test accuracy, last generation")
+    run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
+    ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seed{'s' if max(n) > 1 else ''})\n"
+                 f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
+                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
+                 fontsize=7.5)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def _g_sweep(data):
-    from lib.society.figures import draw_g_sweep
-    d = g_sweep_rows(data["rows"], float(load_file(data["config"])["g"]))
+    d = grounding_sweep(data["rows"], data["g"])
     return None if d is None else draw_g_sweep(d)
 
 
 def _elitism(data):
-    from lib.society.figures_diagnostics import draw_elitism
     rows = data["rows"]
     pairs = dg.elitism_pairs(rows["arm"])
     if not pairs:
@@ -161,14 +178,12 @@ def _elitism(data):
 
 
 def _retention(data):
-    from lib.society.figures_results import draw_skill_retention
     rows = design_rows(data["rows"])
     need = {f"test_{f}_novel" for f in data["families"]}
     return draw_skill_retention(rows, data["families"]) if need <= set(rows["metric"]) else None
 
 
 def _skill_loss(data):
-    from lib.society.figures_results import draw_skill_loss
     rows = design_rows(data["rows"])
     need = {f"{p}test_{f}_novel" for f in data["families"] for p in ("", "source_")}
     return draw_skill_loss(rows, data["families"], generation="first") if need <= set(rows["metric"]) else None
@@ -210,13 +225,11 @@ def draw_panel(name: str, data: dict):
 def draw_all(scale: str) -> list[str]:
     """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society_study/``."""
     data = load_data(scale)
-    rows = [repo_path(f) for f in data["files"]]
-    prog = [repo_path(progress_path(f)) for f in data["files"] if progress_path(f).is_file()]
-    return save_panels(PANELS, data, scale=scale, sources={"rows": (rows + prog, [repo_path(data["config"])])},
+    files = [repo_path(f) for f in data["files"] + data["progress"]]
+    return save_panels(PANELS, data, scale=scale, sources={"rows": (files, [repo_path(c) for c in data["configs"]])},
                        notebook=NOTEBOOK)
 
 
 def stats_table(scale: str) -> pd.DataFrame:
     """The six pre-registered comparisons (:func:`lib.society.study.primary_table`)."""
-    from lib.society.study import primary_table
     return primary_table(load_data(scale)["rows"])

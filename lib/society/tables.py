@@ -6,35 +6,37 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from lib.society.arms import NO_GROUNDING, REFERENCE, SEED_BUDGET_ARM
-from lib.core.paths import data_dir
-from lib.society import run as society
-from lib.society.data import config_of, rows_of
+from lib.core.stats import paired_permutation_test, sign_flip_ci
+from lib.society.arms import BESIDE, LEXICASE as LEXICASE_LINES, NO_GROUNDING, REFERENCE, SEED_BUDGET_ARM
+from lib.society.baselines import grid_of
+from lib.society.config import arm_seeds
+from lib.society.data import (LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, ledger_of, society_rows,
+                              society_walls)
+from lib.society.results import method_scores, primary_comparisons
+from lib.society.study import (arm_table, founders_of, full_reproduction, grid_choices, is_primary_arm, paired,
+                               population_scores, primary_table, secondary_table, seeds_on_other_founders,
+                               study_cost, verdict, without_most_extreme)
+from lib.society.tables_results import founder_selection_markdown
 from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
-def study_rows(scale: str, experiment: str = "society_study") -> pd.DataFrame | None:
+def study_rows(scale: str, experiment: str = STUDY) -> pd.DataFrame | None:
     """The society study's (or ``experiment``'s) rows at ``scale``, finished runs only (``None`` when
     none has finished)."""
-    from lib.society.study import complete_runs
-    cfg, rows = config_of(experiment, scale), rows_of(experiment, scale)
-    rows = complete_runs(rows, cfg["generations"]) if rows is not None else None
-    return rows if rows is not None and len(rows) else None
+    return society_rows(scale, experiment, finished=True, required=False)
 
 
 def preregistered_seeds(cfg: dict, r) -> int:
     """The seeds a primary comparison's row ``r`` is pre-registered on: the fewer of its two arms'."""
-    from lib.society.config import arm_seeds
     return min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
 
 
 def study_state(scale: str) -> str:
     """Whether the six primary comparisons are final (each on its pre-registered seeds) or interim."""
-    from lib.society.study import primary_table
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
-    cfg = config_of("society_study", scale)
+    cfg = config_of(STUDY, scale)
     short = [r for _, r in primary_table(rows).iterrows() if r.n < preregistered_seeds(cfg, r)]
     return ("final: each on its pre-registered seeds" if not short else
             f"interim: {len(short)} of 6 short of their pre-registered seeds")
@@ -44,11 +46,10 @@ def study_primary(scale: str) -> str:
     """The six pre-registered comparisons (:func:`lib.society.study.primary_table`) with their
     verdict (:func:`lib.society.study.verdict`), marked *interim* while a comparison has fewer
     seeds than its config pre-registers."""
-    from lib.society.study import primary_table, verdict
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
-    cfg = config_of("society_study", scale)
+    cfg = config_of(STUDY, scale)
 
     def word(r) -> str:
         target = preregistered_seeds(cfg, r)
@@ -65,7 +66,6 @@ def _arms_table(scale: str, primary: bool) -> str:
     """Arms of the study (:func:`lib.society.study.arm_table`): population accuracy, selection-pool
     accuracy, difference to ``full``; ``primary``: the arms of the six comparisons and the baselines, else
     the secondary arms."""
-    from lib.society.study import arm_table, is_primary_arm
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
@@ -104,12 +104,8 @@ def _comparisons(t: pd.DataFrame) -> str:
 
 def study_secondary(scale: str) -> str:
     """The study's secondary comparisons (:func:`lib.society.study.secondary_table`), raw p."""
-    from lib.society.study import secondary_table
     rows = study_rows(scale)
     return NO_DATA if rows is None else _comparisons(secondary_table(rows))
-
-
-LEXICASE = "society_lexicase"  # lexicase beside its own full and niche (configs/society_lexicase/)
 
 
 def lexicase_rows(scale: str) -> pd.DataFrame | None:
@@ -120,26 +116,23 @@ def lexicase_rows(scale: str) -> pd.DataFrame | None:
 def study_lexicase(scale: str) -> str:
     """Lexicase against the ``full`` and ``niche`` run beside it (:data:`lib.society.study.LEXICASE`),
     paired by seed within its own folder, raw p."""
-    from lib.society.study import LEXICASE as LINES, secondary_table
     rows = lexicase_rows(scale)
-    return NO_DATA if rows is None else _comparisons(secondary_table(rows, LINES))
+    return NO_DATA if rows is None else _comparisons(secondary_table(rows, LEXICASE_LINES))
 
 
 def study_lexicase_slots(scale: str) -> str:
     """Which founders become parents at generation 0 in the lexicase folder's arms, by family
     (:func:`lib.society.results.founder_selection`): the specialists lexicase is meant to keep."""
-    from lib.society.tables_results import founder_selection_markdown
     rows = lexicase_rows(scale)
     return NO_DATA if rows is None else founder_selection_markdown(rows, config_of(LEXICASE, scale)["families"])
 
 
 def study_lexicase_summary(scale: str) -> str:
     """The lexicase folder's comparisons in one sentence (``Δ [CI], p`` each; secondary, raw p)."""
-    from lib.society.study import LEXICASE as LINES, secondary_table
     rows = lexicase_rows(scale)
     if rows is None:
         return "no data yet"
-    t = secondary_table(rows, LINES)
+    t = secondary_table(rows, LEXICASE_LINES)
     return "; ".join(f"{r.arm_a} − {r.arm_b} {signed(r['diff'])} {ci(r.lo, r.hi)}, p = {p_text(r.p)}"
                      if r.n >= 2 else f"{r.arm_a} − {r.arm_b}: fewer than 2 seeds" for _, r in t.iterrows()) \
         + f" (over {int(t['n'].min())} seeds)"
@@ -147,10 +140,8 @@ def study_lexicase_summary(scale: str) -> str:
 
 def study_lexicase_beside(scale: str) -> str:
     """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
-    the same rows (:func:`lib.society.tables_results.full_reproduction`), and how many the same founders
+    the same rows (:func:`lib.society.study.full_reproduction`), and how many the same founders
     (generation 0; :func:`lib.society.study.founders_of`)."""
-    from lib.society.study import founders_of
-    from lib.society.tables_results import full_reproduction
     mine, study = lexicase_rows(scale), study_rows(scale)
     if mine is None or study is None:
         return "no data yet"
@@ -164,12 +155,10 @@ def study_lexicase_beside(scale: str) -> str:
 def study_grids(scale: str) -> str:
     """Where the baselines' chosen hyperparameters fall in their grids
     (:func:`lib.society.study.grid_choices`), with the seeds whose val optimum was a tie."""
-    from lib.society.study import grid_choices
-    from lib.society.baselines import grid_of
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
-    t = grid_choices(rows, grid_of(config_of("society_study", scale)["grids"]))
+    t = grid_choices(rows, grid_of(config_of(STUDY, scale)["grids"]))
     lines = [f"| `{r.baseline}` | {r.key} | {fmt(r.grid_lo, 2)}–{fmt(r.grid_hi, 2)} | {fmt(r['mode'], 2)} | "
              f"{int(r.seeds_at_mode)} of {int(r.seeds)} | "
              + (f"{int(r.seeds_tied)} of {int(r.seeds_with_grid)} | {int(r.seeds_edge_optimum)} | "
@@ -194,10 +183,7 @@ def society_primary(scale: str) -> str:
     """The first society run's three pre-registered comparisons (``configs/society``,
     :func:`lib.society.results.primary_comparisons`), and how much the grounding comparison
     rests on its most extreme seed (the comparison again without it)."""
-    from lib.society.results import method_scores, primary_comparisons
-    from lib.core.stats import paired_permutation_test, sign_flip_ci
-    from lib.society import run as society
-    cfg, rows = config_of("society", scale), rows_of("society", scale)
+    cfg, rows = config_of(MAIN, scale), society_rows(scale, MAIN, required=False)
     if rows is None:
         return NO_DATA
     t = primary_comparisons(rows, cfg["families"])
@@ -218,7 +204,6 @@ def society_primary(scale: str) -> str:
 
 def study_verdicts(scale: str) -> str:
     """The six primary comparisons by verdict, in one phrase (wins, ties, losses; interim or final)."""
-    from lib.society.study import primary_table, verdict
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
@@ -237,7 +222,6 @@ def study_verdicts(scale: str) -> str:
 
 def study_grounding_one_seed(scale: str) -> str:
     """Primary comparison 6 (``full`` − ``no_grounding``) again without its most extreme seed."""
-    from lib.society.study import population_scores, without_most_extreme
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
@@ -254,7 +238,6 @@ def study_grounding_one_seed(scale: str) -> str:
 def study_primary_founders(scale: str) -> str:
     """Over the six primary comparisons, the paired seeds whose two runs started from different founders
     (:func:`lib.society.study.seeds_on_other_founders`; baselines carry no founders' rows)."""
-    from lib.society.study import primary_table
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
@@ -264,14 +247,14 @@ def study_primary_founders(scale: str) -> str:
 
 def study_seed_budget_beside(scale: str) -> str:
     """``full@seed_budget`` − the ``full`` of the same machine: the recombination folder's own ``full``
-    (configs/society_recombination/: the study's settings but the selection pool, which changes no other
-    pool), paired by seed, with the seeds whose founders differ (:func:`seeds_on_other_founders`)."""
-    from lib.society.study import founders_of, paired, population_scores, seeds_on_other_founders
-    rows, beside = study_rows(scale), rows_of("society_recombination", scale)
-    arm, ref = SEED_BUDGET_ARM, f"{REFERENCE} (beside)"
-    if rows is None or beside is None or arm not in set(rows["arm"]):
+    (``full@breeding`` when read beside the study, configs/society_recombination/: the study's settings but
+    the selection pool, which changes no other pool), paired by seed, with the seeds whose founders differ
+    (:func:`seeds_on_other_founders`)."""
+    rows = society_rows(scale, STUDY, RECOMBINATION, finished=True, required=False)
+    arm, ref = SEED_BUDGET_ARM, BESIDE
+    if rows is None or not {arm, ref} <= set(rows["arm"]):
         return "no data yet"
-    both = pd.concat([rows[rows["arm"] == arm], beside[beside["arm"] == REFERENCE].assign(arm=ref)], ignore_index=True)
+    both = rows[rows["arm"].isin([arm, ref])]
     pop = population_scores(both)
     r = paired(pop[arm], pop[ref])
     other = seeds_on_other_founders(founders_of(both), arm, ref, r["seeds"])
@@ -280,22 +263,14 @@ def study_seed_budget_beside(scale: str) -> str:
     return f"{signed(r['diff'])} {test} ({other} of them on other founders)"
 
 
-def study_cost_text(scale: str, experiment: str = "society_study") -> str:
-    """The study's (or ``experiment``'s) wall time and load so far (:func:`lib.society.study.study_cost`)."""
-    import json
-    from lib.society.study import study_cost
-    from lib.sweep import LEDGER
-    cfg = config_of(experiment, scale)
-    folder = data_dir(scale, cfg["experiment"])
-    if not folder.is_dir():
+def study_cost_text(scale: str, experiment: str = STUDY) -> str:
+    """The study's (or ``experiment``'s) wall time and load so far (:func:`lib.society.study.study_cost`):
+    its finished runs' walls (a baseline records one wall for its whole run) and its sweeps' ledger."""
+    ledger = ledger_of(experiment, scale)
+    if ledger is None:
         return "no data yet"
-    walls = society.generation_walls(cfg, folder)
-    if len(walls):  # finished runs only (a baseline records one wall for its whole run)
-        done = {k for k, v in society.shard_status(cfg, folder).items() if v == cfg["generations"] - 1}
-        walls = walls[[f"{a}_s{s}" in done for a, s in zip(walls["arm"], walls["seed"])]]
-    ledger_file = folder / LEDGER
-    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines() if x.strip()] if ledger_file.exists() else []
-    c = study_cost(walls, ledger)
+    walls = society_walls(scale, experiment, finished=True, required=False)
+    c = study_cost(walls if walls is not None else pd.DataFrame(), ledger)
     spent = f"{c['core_h']:.1f} core-hours" if c["core_h"] >= 1 else f"{c['core_h'] * 60:.0f} core-minutes"
     text = f"{spent} in {c['runs']} finished runs (one thread each)"
     if c["ledger_sweeps"]:

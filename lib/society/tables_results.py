@@ -2,8 +2,9 @@
 
 Everything is computed by :mod:`lib.society.results` and :mod:`lib.society.diagnostics` from
 the rows of ``configs/society/<scale>.yaml`` (the main run), ``configs/society_recombination/`` (the
-other breeding arms, compared with the ``full`` run beside them in that folder) and the manifest of the
-main run's folder; this module only formats. Accuracies carry a 95 % CI (t, within [0, 1]); paired
+other breeding arms, compared with the ``full`` run beside them in that folder, each folder read on its
+own) and the manifest of the main run's folder, all read by :mod:`lib.society.data`; this module only
+formats. Accuracies carry a 95 % CI (t, within [0, 1]); paired
 differences a 95 % CI (sign-flip inversion), which stays within [−1, 1].
 """
 from __future__ import annotations
@@ -15,23 +16,31 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from lib.core.stats import paired_permutation_test
 from lib.society.arms import NO_GROUNDING, REFERENCE, what
-from lib.core.paths import data_dir
-from lib.society.data import config_of as _config, rows_of as _rows
+from lib.society.config import arm_seeds
+from lib.society.data import MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, society_rows, society_walls
+from lib.society.diagnostics import is_baseline, preconditions
+from lib.society.results import (BASE, FOUNDERS, STEPS, VAL_BEST, base_scores, breeding_skill, first_generation_loss,
+                                 founder_selection, generalist_summary, method_summary, operator_summary,
+                                 population_difference, primary_comparisons, retention_summary, testbed_families)
+from lib.society.study import full_reproduction
 from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
-MAIN, RECOMBINATION = "society", "society_recombination"
-SECONDARY = ("society_study", "society_elitism", "society_g_sweep")  # configs that hold S3g / S3b arms
 SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms are followed on
 
 
 # ----------------------------------------------------------------------------- data (read once per scale)
 
 
+def _rows(experiment: str, scale: str) -> pd.DataFrame | None:
+    """The rows of ``experiment``'s folder read on their own (:func:`lib.society.data.society_rows`)."""
+    return society_rows(scale, experiment, required=False)
+
+
 @lru_cache(maxsize=None)
 def _walls(scale: str) -> pd.DataFrame:
-    from lib.society import run as society
-    return society.generation_walls(_config(MAIN, scale), data_dir(scale, MAIN))
+    return society_walls(scale, MAIN)
 
 
 @lru_cache(maxsize=None)
@@ -68,25 +77,21 @@ def _with_data(fn, experiment: str = MAIN):
 
 @lru_cache(maxsize=None)
 def _methods(scale: str) -> pd.DataFrame:
-    from lib.society.results import method_summary
     return method_summary(_rows(MAIN, scale), _families(scale), _walls(scale)).set_index("method")
 
 
 @lru_cache(maxsize=None)
 def _loss(scale: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from lib.society.results import first_generation_loss
     return first_generation_loss(_rows(MAIN, scale), _families(scale))
 
 
 @lru_cache(maxsize=None)
 def _breeding(scale: str) -> pd.DataFrame:
-    from lib.society.results import breeding_skill
     return breeding_skill(_breeding_rows(scale), _families(scale), SKILL_FAMILY).set_index("arm")
 
 
 @lru_cache(maxsize=None)
 def _primary(scale: str) -> pd.DataFrame:
-    from lib.society.results import primary_comparisons
     return primary_comparisons(_rows(MAIN, scale), _families(scale)).set_index("other")
 
 
@@ -120,7 +125,6 @@ def _count(x) -> str:
 
 def _method(name: str) -> str:
     """A method of :func:`lib.society.results.method_scores` as the tables name it."""
-    from lib.society.results import BASE, FOUNDERS, VAL_BEST
     if name in (FOUNDERS, BASE):
         return {FOUNDERS: "the founders (generation 0, mean)", BASE: "the bare base"}[name]
     return f"`{name.removesuffix(VAL_BEST)}`" + (VAL_BEST if name.endswith(VAL_BEST) else "")
@@ -132,7 +136,6 @@ def _method(name: str) -> str:
 @_needs()
 def testbed_table(scale: str) -> str:
     """The bare base and the founders on each family's test at generation 0 (:func:`testbed_families`)."""
-    from lib.society.results import testbed_families
     t = testbed_families(_rows(MAIN, scale), _families(scale))
     lines = [f"| {r.family} | {int(r.n)} | {fmt(r.base)} | {fmt(r.base_region)} | {_acc(r.specialists, r.lo, r.hi) if np.isfinite(num(r.specialists)) else '—'} "
              f"| {fmt(r.others)} |" for r in t.itertuples()]
@@ -143,7 +146,6 @@ def testbed_table(scale: str) -> str:
 @_needs()
 def preconditions_table(scale: str) -> str:
     """The preconditions, measured (:func:`lib.society.diagnostics.preconditions`)."""
-    from lib.society.diagnostics import preconditions
     t = preconditions(_rows(MAIN, scale), _families(scale))
     lines = []
     for _, r in t.iterrows():
@@ -173,7 +175,6 @@ def methods_table(scale: str) -> str:
 @_needs()
 def retention_table(scale: str) -> str:
     """S3h: each family's novel skill over the generations (:func:`retention_summary`)."""
-    from lib.society.results import retention_summary
     t = retention_summary(_rows(MAIN, scale), _families(scale))
     lines = [f"| {r.family} | {fmt(r.founders)} | {fmt(r.first)} | {fmt(r['last'])} | {fmt(r['best founder'])} | "
              f"{_diff(r.gap, r.lo, r.hi)} | {p_text(r.p)} | {signed(r.multitask_gap)} |" for _, r in t.iterrows()]
@@ -191,7 +192,6 @@ def founder_selection_table(scale: str) -> str:
 
 def founder_selection_markdown(rows: pd.DataFrame, fams) -> str:
     """:func:`lib.society.results.founder_selection` of ``rows`` as a markdown table."""
-    from lib.society.results import founder_selection
     t = founder_selection(rows, fams)
     val = t.groupby("family")["val"].first()
     lines = ["| the family's founders' overall val accuracy (mean over seeds) | — | "
@@ -207,7 +207,6 @@ def founder_selection_markdown(rows: pd.DataFrame, fams) -> str:
 def skill_loss_table(scale: str) -> str:
     """S3i, the merge and the distillation at the first bred generation, ``full``
     (:func:`lib.society.results.first_generation_loss`)."""
-    from lib.society.results import STEPS
     levels, steps = _loss(scale)
     levels = levels[levels["arm"] == REFERENCE].set_index("family")
     steps = steps[steps["arm"] == REFERENCE].set_index(["family", "step"])
@@ -226,7 +225,6 @@ def skill_loss_table(scale: str) -> str:
 @_needs()
 def generalists_table(scale: str) -> str:
     """S3j: agents above the bare base on one and on two families (:func:`generalist_summary`)."""
-    from lib.society.results import FOUNDERS, generalist_summary
     t = generalist_summary(_rows(MAIN, scale), _families(scale))
     lines = [f"| {_method(r.arm)} | {r.n} | {fmt(r.agents, 0)} | {fmt(r.one, 2)} | {fmt(r.two, 2)} | {r.seeds_two} of {r.n} | "
              + ("—" if r.arm == FOUNDERS else fmt(r.most_two, 0)) + " |" for r in t.itertuples()]
@@ -237,7 +235,6 @@ def generalists_table(scale: str) -> str:
 @_needs()
 def operators_table(scale: str) -> str:
     """S3d–S3f over the breeding generations (:func:`lib.society.results.operator_summary`)."""
-    from lib.society.results import operator_summary
     t = operator_summary(_rows(MAIN, scale))
     lines = [f"| `{r.arm}` | {r.n} | {_t_diff(r.sel_test, r.sel_test_lo, r.sel_test_hi)} | {_t_diff(r.sel_val, r.sel_val_lo, r.sel_val_hi)} | "
              f"{_t_diff(r.gain, r.gain_lo, r.gain_hi)} | {_share(r.plain_share)} | {_share(r.tie_share)} | "
@@ -250,7 +247,6 @@ def operators_table(scale: str) -> str:
 def recombination_table(scale: str) -> str:
     """How children are bred: each recombination arm and ``full`` on the same seeds (:func:`method_summary`,
     :func:`operator_summary` of the breeding rows)."""
-    from lib.society.results import method_summary, operator_summary
     rows = _breeding_rows(scale)
     t = method_summary(rows, _families(scale)).set_index("method")
     op = operator_summary(rows).set_index("arm")
@@ -281,23 +277,20 @@ _SECONDARY = re.compile(rf"^({REFERENCE}|{NO_GROUNDING})@(e\d+|g[0-9.]+)$")  # S
 
 
 def secondary_table(scale: str) -> str:
-    """The elitism (S3g) and grounding-knob (S3b) arms: where they are planned, and how many of their
-    runs have finished (:func:`lib.society.study.complete_runs`)."""
-    from lib.society.study import complete_runs
-    from lib.society.config import arm_seeds
+    """The elitism (S3g) and grounding-knob (S3b) arms of the society study: how many seeds each is planned
+    on, and how many of its runs have finished (:func:`lib.society.data.complete_runs`)."""
+    cfg = _config(STUDY, scale)
+    if cfg is None:
+        return markdown(["config", "arm", "", "seeds planned", "finished runs"], [])
+    rows = society_rows(scale, STUDY, finished=True, required=False)
+    done = rows.groupby("arm")["seed"].nunique() if rows is not None else pd.Series(dtype=int)
     lines = []
-    for exp in SECONDARY:
-        cfg = _config(exp, scale)
-        if cfg is None:
-            continue
-        rows = _rows(exp, scale)
-        done = (complete_runs(rows, cfg["generations"]).groupby("arm")["seed"].nunique()
-                if rows is not None else pd.Series(dtype=int))
-        for arm in cfg["arms"]:
-            m = _SECONDARY.search(arm)
-            if m:
-                what = "S3g (elitism)" if m.group(2).startswith("e") else "S3b (grounding knob)"
-                lines.append(f"| `configs/{exp}/{scale}.yaml` | `{arm}` | {what} | {len(arm_seeds(cfg, arm))} | {int(done.get(arm, 0))} |")
+    for arm in cfg["arms"]:
+        m = _SECONDARY.search(arm)
+        if m:
+            kind = "S3g (elitism)" if m.group(2).startswith("e") else "S3b (grounding knob)"
+            lines.append(f"| `configs/{STUDY}/{scale}.yaml` | `{arm}` | {kind} | {len(arm_seeds(cfg, arm))} | "
+                         f"{int(done.get(arm, 0))} |")
     return markdown(["config", "arm", "", "seeds planned", "finished runs"], lines)
 
 
@@ -309,7 +302,6 @@ def _n_seeds(scale: str) -> str:
 
 
 def _n_arms(scale: str, baselines: bool) -> str:
-    from lib.society.diagnostics import is_baseline
     return str(sum(is_baseline(a) == baselines for a in set(_rows(MAIN, scale)["arm"])))
 
 
@@ -323,14 +315,11 @@ def _recombination_seeds(scale: str) -> str:
 
 
 def _base_test(scale: str) -> str:
-    from lib.society.results import base_scores
     return fmt(base_scores(_rows(MAIN, scale), ["overall"])["overall"].mean())
 
 
 def _build(scale: str) -> dict:
-    from lib.core.manifest import read_manifest
-    m = read_manifest(data_dir(scale, MAIN)) or {}
-    return m.get("base_model", {}).get("build", {})
+    return manifest_of(MAIN, scale).get("base_model", {}).get("build", {})
 
 
 def _build_overall(scale: str) -> str:
@@ -351,7 +340,6 @@ def _grounding_holm(scale: str) -> str:
 
 
 def _consensus(scale: str) -> str:
-    from lib.society.results import population_difference
     d = population_difference(_rows(MAIN, scale), "consensus_acc", REFERENCE, NO_GROUNDING)
     return f"{_diff(d['mean'], d['lo'], d['hi'])}, p = {p_text(d['p'])}"
 
@@ -368,7 +356,6 @@ def _lists_merge(scale: str) -> str:
 
 
 def _floor_p(scale: str) -> str:
-    from lib.core.stats import paired_permutation_test
     n = int(_rows(RECOMBINATION, scale)["seed"].nunique())
     return p_text(paired_permutation_test([1.0] * n, [0.0] * n)["p"])
 
@@ -388,31 +375,8 @@ def _child_training_ratio(scale: str) -> str:
 
 
 def _study_grounding_seeds(scale: str) -> str:
-    from lib.society.config import arm_seeds
-    c = _config("society_study", scale)
+    c = _config(STUDY, scale)
     return "—" if c is None else str(len(arm_seeds(c, NO_GROUNDING)))
-
-
-def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
-    """How ``own``'s ``full`` compares with ``ref``'s ``full`` on the seeds of ``own`` (every row the two
-    share, to 1e-9): ``same`` seeds equal row for row, ``gen0`` seeds where only generation 0's rows
-    differ (``rows0`` of them: the founders' evaluation; every bred generation the same), ``other`` the
-    rest, of the ``n`` ``seeds``."""
-    keys = ["generation", "agent", "metric"]
-    same, gen0, other, rows0 = 0, 0, 0, 0
-    seeds = sorted(set(own.loc[own["arm"] == REFERENCE, "seed"]))
-    for seed in seeds:
-        a = ref[(ref["arm"] == REFERENCE) & (ref["seed"] == seed)]
-        b = own[(own["arm"] == REFERENCE) & (own["seed"] == seed)]
-        m = a.merge(b, on=keys, suffixes=("_a", "_b"))
-        off = ~np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
-        if len(m) != len(a) or len(m) != len(b) or (off & (m["generation"] > 0).to_numpy()).any():
-            other += 1
-        elif off.any():
-            gen0, rows0 = gen0 + 1, rows0 + int(off.sum())
-        else:
-            same += 1
-    return {"same": same, "gen0": gen0, "rows0": rows0, "other": other, "n": len(seeds), "seeds": seeds}
 
 
 def _recombination_reproduces(scale: str) -> str:
