@@ -39,7 +39,7 @@ test-notebooks: env
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/
 
 tiny-base: env
-	$(BIN)/python -m lib.engines.tiny_base
+	$(BIN)/python -m lib.society.tiny_base
 
 clean-build:
 	rm -rf build

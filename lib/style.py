@@ -179,11 +179,12 @@ def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, 
         ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
 
 
-def dots_with_mean(ax, pos: float, values, name: str, mean: float, lo: float, hi: float, *,
+def dots_with_mean(ax, pos: float, values, name: str, interval: tuple[float, float, float], *,
                    s: float = 11, marker: str | None = None, jitter: float = 0.12) -> None:
     """At x = ``pos``: the ``values`` as small dots (one per seed or pair; spread over ±``jitter`` left of
-    ``pos``, or all at ``pos`` with ``jitter=0``) and, beside them, a large marker at ``mean`` with its
-    interval ``lo, hi`` as an error bar when both are finite."""
+    ``pos``, or all at ``pos`` with ``jitter=0``) and, beside them, a large marker at the mean of
+    ``interval = (mean, lo, hi)`` with ``lo, hi`` as an error bar when both are finite."""
+    mean, lo, hi = interval
     st = arm_style(name)
     v = np.asarray(values, dtype=float)
     jit = np.linspace(-jitter, jitter, len(v)) if len(v) > 1 and jitter else np.zeros(len(v))
@@ -218,10 +219,22 @@ def _tick(level, reference: str | None) -> str:
     return level.replace("@", "\n@", 1) + f"\n{ref}"
 
 
+@dataclass(frozen=True)
+class DiffLayout:
+    """How :func:`paired_difference_panel` lays its differences out: along the numeric column ``x`` (else one
+    column per level), ``xlabel``, whether p and n are written above the columns, the unit of a dot, the arm
+    whose look each level takes, and ``crowded`` (p and n as one rotated line; default: > 8 columns)."""
+
+    x: str | None = None
+    xlabel: str | None = None
+    annotate: bool = True
+    unit: str = "seed"
+    look: Mapping[str, str] | None = None
+    crowded: bool | None = None
+
+
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
-                            ylabel: str, x: str | None = None, xlabel: str | None = None,
-                            annotate: bool = True, unit: str = "seed", look: Mapping[str, str] | None = None,
-                            crowded: bool | None = None) -> None:
+                            ylabel: str, layout: DiffLayout = DiffLayout()) -> None:
     """Draw paired differences ``level − reference`` (from :func:`lib.core.stats.paired_differences`).
 
     One column per level of ``group`` (or, with ``x``, one line per level along the numeric column
@@ -235,7 +248,8 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     each column's p and n as one rotated line (default: when there are more than 8 columns), so that
     neighbouring columns of a narrow panel do not overwrite each other.
     """
-    look = dict(look or {})
+    x, xlabel, annotate, unit, crowded = layout.x, layout.xlabel, layout.annotate, layout.unit, layout.crowded
+    look = dict(layout.look or {})
     order = [o for o in order if o in set(summary[group])]
     refs = dict(zip(summary[group], summary["reference"])) if "reference" in summary else {}
     own = reference is None and len(set(refs.values())) > 1  # then each tick names its own reference
@@ -246,7 +260,7 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     if x is None:
         for i, lvl in enumerate(order):
             r = summary[summary[group] == lvl].iloc[0]
-            dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), r["mean"], r["lo"], r["hi"])
+            dots_with_mean(ax, i, points[points[group] == lvl]["diff"], look.get(lvl, lvl), (r["mean"], r["lo"], r["hi"]))
             if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
                 ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
                             (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",

@@ -9,7 +9,7 @@ encoded. Prompt formats:
   ``Answer:``; the model continues with `` 3 7 9<eos>`` (measured: without the pre-fill SmolLM2
   replies "The answer is: ..." and no answer parses).
 
-The tiny base is built and pre-trained by :mod:`lib.engines.tiny_base` (``make tiny-base``) and
+The tiny base is built and pre-trained by :mod:`lib.society.tiny_base` (``make tiny-base``) and
 committed under ``data/base/tiny/``.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def check_tiny_built(folder: Path | None = None) -> Path:
     folder = TINY_DIR if folder is None else folder
     if not (Path(folder) / "model.safetensors").is_file():
         raise BaseModelError(f"tiny base not found at {folder}/model.safetensors; build it with "
-                             f"`make tiny-base` (python -m lib.engines.tiny_base)")
+                             f"`make tiny-base` (python -m lib.society.tiny_base)")
     return Path(folder)
 
 
@@ -267,7 +267,7 @@ def base_identity(name: str) -> dict:
         return {"name": name, "source": "from_pretrained id (not hashed; pass a local folder to record hashes)",
                 "files": []}
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
-    out = {"name": name, "source": "data/base/tiny (built by python -m lib.engines.tiny_base)"
+    out = {"name": name, "source": "data/base/tiny (built by python -m lib.society.tiny_base)"
            if name == "tiny" else f"local folder {folder}",
            "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files]}
     if name == "tiny" and (folder / "build_info.json").is_file():

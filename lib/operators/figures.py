@@ -16,7 +16,7 @@ from lib.core.config import load_yaml
 from lib.core.paths import config_path, data_dir
 from lib.operators.ops import select_parents
 from lib import style
-from lib.style import (REFERENCE_GREY, Panel, colour, line_kw, mean_curve, paired_difference_panel, repo_path,
+from lib.style import (DiffLayout, REFERENCE_GREY, Panel, colour, line_kw, mean_curve, paired_difference_panel, repo_path,
                     save_panels)
 
 EXPERIMENT = "operators"
@@ -87,8 +87,8 @@ def selection_vs_lambda(selection: pd.DataFrame, metric: str, ylabel: str):
     a1.legend()
     pts, summ = stats.paired_differences(selection, group="method", reference="top_p", value=metric, by=["lam"])
     pts["method"] = summ["method"] = "qd"
-    paired_difference_panel(a2, pts, summ, group="method", order=["qd"], reference="top-P", x="lam",
-                            ylabel=f"QD {ylabel}", xlabel="λ (similarity penalty of QD)", unit="population")
+    paired_difference_panel(a2, pts, summ, group="method", order=["qd"], reference="top-P", ylabel=f"QD {ylabel}",
+                            layout=DiffLayout(x="lam", xlabel="λ (similarity penalty of QD)", unit="population"))
     a2.get_legend() and a2.get_legend().remove()
     a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left")
     fig.tight_layout()

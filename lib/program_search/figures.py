@@ -175,7 +175,7 @@ def final_by_seed(rows: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     for i, m in enumerate(methods):
         v = last[last.method == m].heldout_loss_ratio.to_numpy()
-        dots_with_mean(ax, i, v, m, *t_ci(v))
+        dots_with_mean(ax, i, v, m, t_ci(v))
     ax.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("final held-out loss ratio (lower is better)")
     ax.set_title(f"Final generation, lower is better; dots: seeds (n = {last.seed.nunique()}); marker: mean, {T_CI}",

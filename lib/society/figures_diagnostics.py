@@ -44,7 +44,7 @@ def _arm_points(ax, pts: pd.DataFrame, summ: pd.DataFrame, value: str, order, *,
     per_seed = pts.groupby(["arm", "seed"], as_index=False)[value].mean()
     for i, a in enumerate(order):
         r = summ[summ["arm"] == a].iloc[0]
-        dots_with_mean(ax, i, per_seed.loc[per_seed["arm"] == a, value], a, r[mean], r[lo], r[hi])
+        dots_with_mean(ax, i, per_seed.loc[per_seed["arm"] == a, value], a, (r[mean], r[lo], r[hi]))
     ax.set_xticks(range(len(order)), order, rotation=30 if len(order) > 3 else 0,
                   ha="right" if len(order) > 3 else "center", fontsize=7)
     ax.set_xlim(-0.6, len(order) - 0.4)

@@ -26,7 +26,7 @@ from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
 from lib.society.arms import BASELINE_PREFIX, label
 from lib import style
 from lib.society import arms
-from lib.style import (P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, interval_bar, mean_curve,
+from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, interval_bar, mean_curve,
                     paired_difference_panel, use_style, wilson_ci, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
@@ -197,7 +197,8 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
             p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
             p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
             s = summ[(summ["family"] == f) & (summ["step"] == step)]
-            paired_difference_panel(ax, p, s, group="arm", order=arms, reference="x", ylabel=step, crowded=True)
+            paired_difference_panel(ax, p, s, group="arm", order=arms, reference="x", ylabel=step,
+                                    layout=DiffLayout(crowded=True))
             ax.set_ylabel(f"{step}\n(test accuracy)" if j == 0 else "", fontsize=8)
             ax.set_title((f if f != sr.ALL else f"{sr.ALL} (their mean)") if i == 0 else "", fontsize=8, loc="left",
                          pad=P_LABEL_PAD + 4)
@@ -334,7 +335,7 @@ def draw_comparison(df: pd.DataFrame, families, walls: pd.DataFrame | None = Non
     over = summ[summ["metric"] == "overall"]
     paired_difference_panel(a1, pts[pts["metric"] == "overall"], over[over["method"] != sr.REFERENCE], group="method",
                             order=order, reference=sr.REFERENCE, ylabel="test accuracy, last generation",
-                            look={m: _look(m) for m in order})
+                            layout=DiffLayout(look={m: _look(m) for m in order}))
     a1.set_xticks(a1.get_xticks(), [t.get_text().replace("\n", " ") for t in a1.get_xticklabels()], rotation=40,
                   ha="right", fontsize=6.5)
     a1.set_title("(a) overall; " + a1.get_title(loc="left"), fontsize=7, loc="left", pad=56)
@@ -366,7 +367,7 @@ def _overall_panel(ax, pts, summ, order, what: str) -> None:
     over = summ[(summ["metric"] == "overall") & summ["method"].isin(order)]
     paired_difference_panel(ax, pts[pts["metric"] == "overall"], over, group="method", order=order,
                             reference=sr.REFERENCE, ylabel="test accuracy, last generation",
-                            look={m: _look(m) for m in order}, crowded=len(order) > 6)
+                            layout=DiffLayout(look={m: _look(m) for m in order}, crowded=len(order) > 6))
     labels = [t.get_text().split("\n−")[0].replace("\n", "") for t in ax.get_xticklabels()]
     ax.set_xticks(ax.get_xticks(), labels, rotation=35 if len(order) > 4 else 0,
                   ha="right" if len(order) > 4 else "center", fontsize=7)

@@ -14,7 +14,7 @@ import pandas as pd
 from lib.core import stats
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import read_rows
-from lib.style import (Panel, colour, dots_with_mean, line_kw, mean_curve, paired_difference_panel, repo_path,
+from lib.style import (DiffLayout, Panel, colour, dots_with_mean, line_kw, mean_curve, paired_difference_panel, repo_path,
                     save_panels, use_style)
 
 EXPERIMENT = "tool_mutation"
@@ -101,7 +101,7 @@ def draw_final(rows: pd.DataFrame) -> plt.Figure:
         a1.plot(np.arange(len(arms)), r.to_numpy(), color="0.8", lw=0.5, zorder=1)
     for i, arm in enumerate(arms):
         m, lo, hi = stats.t_ci(wide[arm])
-        dots_with_mean(a1, i, wide[arm], arm, m, lo, hi, s=9, jitter=0)
+        dots_with_mean(a1, i, wide[arm], arm, (m, lo, hi), s=9, jitter=0)
     a1.set_xticks(range(len(arms)), arms, rotation=25, ha="right", fontsize=7)
     a1.set_ylabel("final held-out MSE")
     a1.set_title(f"(a) per seed (n = {len(wide)});\nmean, {stats.T_CI}", fontsize=7, loc="left", pad=16)
@@ -109,7 +109,7 @@ def draw_final(rows: pd.DataFrame) -> plt.Figure:
     order = list(dict.fromkeys(summ["comparison"]))
     paired_difference_panel(a2, pts, summ.drop(columns="reference"), group="comparison", order=order,
                             reference="reference", ylabel="final held-out MSE",
-                            look=dict(zip(summ["comparison"], summ["arm"])))
+                            layout=DiffLayout(look=dict(zip(summ["comparison"], summ["arm"]))))
     a2.set_ylabel("final held-out MSE, arm − reference\n(< 0: lower loss than the reference)")
     a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=16)
     fig.tight_layout()

@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Callable
 
 from lib.core.manifest import read_manifest
+from lib.core.stats import t_ci
 from lib.core.paths import data_dir
 from lib.tables.effects import delta_null, from_data, mean_ci, results_table, verdict
 from lib.tables.format import NO_DATA, p_text
+from lib.tool_mutation.figures import final_comparisons, final_heldout, load_data
 
 EXPERIMENT = "tool_mutation"
 ARMS = ("sgd", "mutate_promote", "random_promote")
@@ -19,7 +21,6 @@ DIGITS = 4  # MSEs near 0.03: every number to 4 decimals
 def load(scale: str) -> dict | None:
     """``{"rows", "final" (held-out loss at the last step per arm and seed), "comparisons" (the Fig. 2b
     summary, by comparison), "config" (the manifest's)}``; ``None`` without data."""
-    from lib.tool_mutation.figures import final_comparisons, final_heldout, load_data
     folder = data_dir(scale, EXPERIMENT)
     manifest = read_manifest(folder) if folder.is_dir() else None
     if manifest is None:
@@ -41,7 +42,6 @@ def arm_mse(arm: str) -> Callable[[str], str]:
     """The value function of one arm's final held-out MSE over seeds and its 95 % CI (t)."""
     @from_data(load, "—")
     def mse(data: dict) -> str:
-        from lib.core.stats import t_ci
         fin = data["final"]
         return mean_ci(*t_ci(fin.loc[fin["arm"] == arm, "value"]), DIGITS)
     return mse

@@ -1,6 +1,6 @@
 """The project's tiny base: a character-level Llama pre-trained on the task families, built here.
 
-``python -m lib.engines.tiny_base [--out DIR] [--steps S]`` (``make tiny-base``) builds a ~1.06 M-parameter
+``python -m lib.society.tiny_base [--out DIR] [--steps S]`` (``make tiny-base``) builds a ~1.06 M-parameter
 LlamaForCausalLM (hidden 128, 4 layers, 4 heads, intermediate 512, tied embeddings, vocabulary 99)
 pre-trained for 1,000 steps on an even mixture of the easy task families, drawn only from each
 family's ``pretrain`` part (:mod:`lib.society.pools`: no founder, child, val or test task is ever
@@ -66,7 +66,7 @@ def build_tiny(out: str | Path | None = None, *, steps: int = TINY_STEPS, seed: 
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out, safe_serialization=True)
         tok.save_pretrained(out)
-        write_json(out / "build_info.json", {**base.info, "command": f"python -m lib.engines.tiny_base --steps {steps}"},
+        write_json(out / "build_info.json", {**base.info, "command": f"python -m lib.society.tiny_base --steps {steps}"},
                    sort_keys=False)
     return base
 
@@ -82,7 +82,7 @@ def test_accuracy(base: Base, n_per_family: int = TINY_TEST_TASKS["n_per_family"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.engines.tiny_base")
+    ap = argparse.ArgumentParser(prog="python -m lib.society.tiny_base")
     ap.add_argument("--out", default=str(TINY_DIR), help="folder of the built base (default data/base/tiny)")
     ap.add_argument("--steps", type=int, default=TINY_STEPS)
     ap.add_argument("--seed", type=int, default=TINY_SEED)
