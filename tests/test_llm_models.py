@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.engines import models, tiny_base
+from lib.engines import models
+from lib.society import tiny_base
 
 
 def test_tokenizer_round_trip_and_left_padding(tmp_path):
