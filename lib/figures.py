@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 
+from lib.core.stats import format_p  # noqa: F401  (notebook 05 writes every p with it)
+
 MODULES = {"operators": "lib.operators.figures", "tool_mutation": "lib.tool_mutation.figures",
            "society": "lib.society.figures", "society_study": "lib.society.figures_study",
            "program_search": "lib.program_search.figures"}

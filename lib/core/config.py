@@ -192,6 +192,12 @@ def from_namespace(namespace: Mapping[str, Any], keys: list[str] | tuple[str, ..
     return {k: namespace[k] for k in keys if k in namespace}
 
 
+def namespace_config(namespace: Mapping[str, Any], schema: Mapping[str, Any], validate: Callable[[dict], Any]):
+    """A notebook's parameter cell (``globals()``) as its experiment's checked config: the common keys and
+    ``schema``'s, collected by :func:`from_namespace`, then checked by ``validate``."""
+    return validate(from_namespace(namespace, [*COMMON, *schema]))
+
+
 def config_hash(cfg: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of ``cfg`` — identifies a run's config. A
     :class:`Frozen` config carries its hash, computed once when it was frozen; another read-only

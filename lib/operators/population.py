@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from lib.core.config import namespace_config
 from lib.operators import ops as op
 from lib.core.config import Field, validate
 from lib.core.manifest import check_clean_tree, manifest_matches, now, write_manifest
@@ -148,3 +149,8 @@ def shard_done(cfg: dict) -> bool:
 def shards(cfg: dict) -> list[dict]:
     """One population per seed; each is cheap, so the whole config is one run."""
     return [validate_config(cfg)]
+
+
+def notebook_config(namespace) -> dict:
+    """notebook 01's parameter cell (``globals()``, papermill's injected values included) as its checked config."""
+    return namespace_config(namespace, SCHEMA, validate_config)

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lib.core.config import namespace_config
 from lib.core import config as config_lib
 from lib.core.config import Field
 from lib.core.errors import MissingDataError
@@ -891,3 +892,8 @@ def run_experiment(cfg: dict) -> pd.DataFrame:
                               "max_compiler_bracket_absolute_error",
                               "equivalent_compiler_search_trajectory_max_difference")}})
     return load_results(folder)
+
+
+def notebook_config(namespace) -> dict:
+    """notebook 04's parameter cell (``globals()``, papermill's injected values included) as its checked config."""
+    return namespace_config(namespace, SCHEMA, validate_config)

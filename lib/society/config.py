@@ -12,6 +12,7 @@ and its children's budget resolved, an :class:`Arm`, ``full@g0.25@e1``).
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -289,6 +290,13 @@ def validate_config(cfg) -> SocietyConfig:
 def load_file(path: str | Path) -> SocietyConfig:
     """The config in ``path``, its overlays (``extends``) resolved, checked and frozen."""
     return validate_config(load_layers(path))
+
+
+@lru_cache(maxsize=None)
+def config_of(experiment: str, scale: str) -> SocietyConfig | None:
+    """The checked config ``configs/<experiment>/<scale>.yaml`` (``None`` without one)."""
+    p = config_path(experiment, scale)
+    return load_file(p) if p.is_file() else None
 
 
 def load(experiment: str, scale: str) -> SocietyConfig:

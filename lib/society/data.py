@@ -34,7 +34,7 @@ from lib.core.paths import config_path, data_dir
 from lib.core.rows import progress_path, read_progress, read_shard, shard_keys, shard_path
 from lib.society import run as society
 from lib.society.arms import BESIDE, REFERENCE
-from lib.society.config import load_file
+from lib.society.config import config_of, load_file  # noqa: F401  (config_of: the readers' one config entry)
 from lib.society.config import arm_runs
 from lib.sweep import LEDGER
 
@@ -49,13 +49,6 @@ WALL_COLUMNS = ["arm", "seed", "generation", "wall_s"]
 # keeps them in their order of first appearance) and fig3g's legend, so each side keeps the order it was
 # drawn or tabled in.
 ORDERS = ("config", "name")
-
-
-@lru_cache(maxsize=None)
-def config_of(experiment: str, scale: str) -> dict | None:
-    """The checked config ``configs/<experiment>/<scale>.yaml`` (``None`` without one)."""
-    p = config_path(experiment, scale)
-    return load_file(p) if p.is_file() else None
 
 
 def complete_runs(rows: pd.DataFrame, generations: int) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from lib.core.config import namespace_config
 from lib.core.config import Frozen
 from lib.core.jsonfile import write_json
 from lib.core.locks import folder_lock, shard_locks
@@ -41,7 +42,7 @@ from lib.society.shard_job import ShardJob
 
 # Names the readers and tests of this runner import from it (kept importable here): the config's, the
 # rows', the random streams' and the shard's.
-from lib.society.config import (SCHEMA, arm_settings, load, load_file, merge_method, parse_arm, resolve_arm,  # noqa: F401
+from lib.society.config import (SCHEMA, config_of, arm_settings, load, load_file, merge_method, parse_arm, resolve_arm,  # noqa: F401
                                 runs_of, seed_list)
 from lib.society.children import lora_steps  # noqa: F401
 from lib.society.founders import ensure_founders  # noqa: F401
@@ -207,3 +208,8 @@ def _manifest_extra(cfg: SocietyConfig, folder: Path, dtype: str | None) -> dict
             "base_model": base_identity(cfg.base_model), **({"dtype": dtype} if dtype else {}),
             "note": "config/config_hash describe the data (arms and seeds excluded); "
                     "shards lists the (arm, seed) runs present; dtype: the base's, as resolved"}
+
+
+def notebook_config(namespace) -> dict:
+    """notebook 03's parameter cell (``globals()``, papermill's injected values included) as its checked config."""
+    return namespace_config(namespace, SCHEMA, validate_config)

@@ -49,6 +49,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 
+from lib.core.config import namespace_config
 from lib.core import config as _config
 from lib.core.config import Field
 from lib.core.manifest import check_resumable, now, write_manifest
@@ -680,3 +681,8 @@ def run_experiment(cfg: dict, *, progress: bool = True) -> pd.DataFrame:
         write_manifest(folder, key, started=started, wall_s=time.perf_counter() - t0, status="complete", extra=extra)
     df = read_rows(folder)
     return df[df.arm.isin(cfg["arms"]) & df.seed.isin(cfg["seeds"])].reset_index(drop=True)
+
+
+def notebook_config(namespace) -> dict:
+    """notebook 02's parameter cell (``globals()``, papermill's injected values included) as its checked config."""
+    return namespace_config(namespace, SCHEMA, validate_config)

@@ -1,0 +1,48 @@
+"""The layout's rules (docs/development.md, *Layout*): one package per notebook, clean edges in lib/."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from lib.core.paths import REPO_ROOT
+
+LIB = REPO_ROOT / "lib"
+FROZEN = {("lib/program_search/reference.py", "one_run")}  # the seed's per-state oracle, kept verbatim
+# each notebook reads its own experiment's package and the common style (05 draws every package's figures)
+OWN = {"01": ("lib.operators",), "02": ("lib.tool_mutation",), "03": ("lib.society",), "04": ("lib.program_search",),
+       "05": ("lib.figures", "lib.provenance", "lib.society")}
+
+
+def _functions():
+    for p in sorted(LIB.rglob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield str(p.relative_to(REPO_ROOT)), n
+
+
+def test_no_function_imports_the_project_and_none_is_too_long_or_too_wide():
+    local, long, wide = [], [], []
+    for f, n in _functions():
+        local += [f"{f}:{m.lineno}" for m in ast.walk(n) if isinstance(m, ast.ImportFrom)
+                  and (m.level > 0 or (m.module or "").split(".")[0] == "lib")]
+        if n.end_lineno - n.lineno + 1 > 60 and (f, n.name) not in FROZEN:
+            long.append(f"{f}:{n.name}")
+        a = n.args
+        k = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None) + (a.kwarg is not None)
+        k -= bool(a.args) and a.args[0].arg in ("self", "cls")
+        if k > 8:
+            wide.append(f"{f}:{n.name} ({k})")
+    assert not local, f"imports of the project inside functions: {local}"
+    assert not long, f"functions over 60 lines: {long}"
+    assert not wide, f"functions with more than 8 parameters: {wide}"
+
+
+def test_each_notebook_imports_its_own_package_and_the_style_only():
+    for nb in sorted((REPO_ROOT / "notebooks").glob("0*.ipynb")):
+        src = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        mods = set(re.findall(r"^\s*from (lib[\w.]*) import", src, re.M)) | set(re.findall(r"^\s*import (lib[\w.]*)", src, re.M))
+        own = OWN[nb.name[:2]] + ("lib.style",)
+        stray = sorted(m for m in mods if not any(m == o or m.startswith(o + ".") for o in own)
+                       and not (m == "lib" and nb.name.startswith("05")))
+        assert not stray, f"{nb.name} imports {stray}: a notebook reads its own package ({own})"
