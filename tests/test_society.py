@@ -114,9 +114,10 @@ def test_config_errors(tmp_path):
     cfg = cfg_with(tmp_path, arms=["full", "no_sex"], seeds=[0, 1])
     sh = society.shards(cfg)
     assert [(s["arms"], s["seeds"]) for s in sh] == [(["full"], [0]), (["full"], [1]), (["no_sex"], [0]), (["no_sex"], [1])]
-    assert society.merge_method(cfg, "full") == "exact"
-    assert society.merge_method({**cfg, "kind": "llm_society"}, "full") == "linear"
-    assert society.merge_method(cfg, "sex_linear") == "linear" and society.merge_method(cfg, "no_sex") is None
+    v2, v1 = society.validate_config(cfg), society.validate_config({**cfg, "kind": "llm_society"})
+    assert v2.merge_method("full") == "exact"
+    assert v1.merge_method("full") == "linear"
+    assert v2.merge_method("sex_linear") == "linear" and v2.merge_method("no_sex") is None
 
 
 def test_paper_scale_refuses_on_cpu(tmp_path):

@@ -311,10 +311,6 @@ def n_parents(cfg) -> int:
     return cfg["n_parents"] or max(2, cfg["agents"] // 2)
 
 
-def lora_kw(cfg) -> dict:
-    return validate_config(cfg).lora_kw()
-
-
 def seed_list(cfg) -> list[int]:
     return validate_config(cfg).seed_list()
 
@@ -334,15 +330,6 @@ def runs_of(cfg) -> list[tuple[str, int]]:
 def core_config(cfg) -> Frozen:
     """What the data means (:attr:`SocietyConfig.core`): the folder's identity."""
     return validate_config(cfg).core
-
-
-def adapters_root(cfg) -> Path:
-    return validate_config(cfg).adapters_root()
-
-
-def merge_method(cfg, arm: str) -> str | None:
-    """None (no sex), or the merge of that arm: v1 always ``linear`` (seed), v2 per arm."""
-    return resolve_arm(cfg, arm).merge
 
 
 # ----------------------------------------------------------------------------- the device

@@ -42,7 +42,7 @@ from lib.society.shard_job import ShardJob
 
 # Names the readers and tests of this runner import from it (kept importable here): the config's, the
 # rows', the random streams' and the shard's.
-from lib.society.config import (SCHEMA, config_of, arm_settings, load, load_file, merge_method, parse_arm, resolve_arm,  # noqa: F401
+from lib.society.config import (SCHEMA, config_of, arm_settings, load, load_file, parse_arm, resolve_arm,  # noqa: F401
                                 runs_of, seed_list)
 from lib.society.children import lora_steps  # noqa: F401
 from lib.society.founders import ensure_founders  # noqa: F401
