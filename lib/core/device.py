@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import platform
+import re
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -28,11 +30,13 @@ def device_name() -> str:
     return "cpu:" + (platform.processor() or platform.machine())
 
 
+@lru_cache(maxsize=1)
 def float_path() -> dict:
     """What decides a CPU run's floats beyond the code: torch's CPU kernel level (``AVX2``, ``AVX512``,
-    ...: :func:`torch.backends.cpu.get_cpu_capability`) and the CPU's vector flags. Two machines with the
-    same code, seeds and versions but another kernel level train other founders (they differ in the last
-    bits, and training amplifies that), so a data folder records it; ``{}`` without torch."""
+    ...: :func:`torch.backends.cpu.get_cpu_capability`), the CPU's vector flags, its vendor and model
+    (``vendor``) and the BLAS torch was built with (``blas``). Two machines with the same code, seeds and
+    versions but another kernel level train other founders (they differ in the last bits, and training
+    amplifies that), so a data folder and every society shard's progress file record it; ``{}`` without torch."""
     try:
         import torch
     except ImportError:
@@ -45,4 +49,6 @@ def float_path() -> dict:
                 break
     except OSError:
         pass
-    return {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu_vector_flags": flags}
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    return {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu_vector_flags": flags,
+            "vendor": device_name().removeprefix("cpu:"), "blas": blas[1] if blas else "?"}

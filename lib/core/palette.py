@@ -7,5 +7,6 @@ TOL_BRIGHT = {"blue": "#4477AA", "cyan": "#66CCEE", "green": "#228833", "yellow"
 TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green": "#117733",
              "olive": "#999933", "sand": "#DDCC77", "rose": "#CC6677", "wine": "#882255", "purple": "#AA4499"}
 # from Paul Tol's vibrant scheme: arm colours when the bright seven are taken (the society study's designs)
-TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988"}
+TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988", "blue": "#0077BB",
+               "cyan": "#33BBEE"}
 REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines

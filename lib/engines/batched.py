@@ -41,7 +41,8 @@ import numpy as np
 
 from lib.core.errors import UserError
 from lib.core.tasks import Task
-from lib.engines.lora import IDLE, LoraSpec, ensure_peft, new_adapter, publish_factors, remove_adapter, train_lora_on_tasks
+from lib.engines.lora import (IDLE, LoraSpec, ensure_peft, new_adapter, publish_factors, read_factors, remove_adapter,
+                              train_lora_on_tasks)
 from lib.engines.models import encode_batch
 
 TRAINERS = ("batched", "sequential")
@@ -49,11 +50,13 @@ TRAINERS = ("batched", "sequential")
 
 @dataclass(frozen=True)
 class Job:
-    """One adapter to train: its tasks, its seed (initialisation and data order) and its epochs."""
+    """One adapter to train: its tasks, its seed (initialisation and data order) and its epochs; ``init``: an
+    adapter folder to start from (its factors, :func:`lib.engines.lora.read_factors`) instead of a fresh LoRA."""
 
     tasks: Sequence[Task]
     seed: int
     epochs: int
+    init: Path | None = None
 
 
 def schedule(n: int, *, epochs: int, seed: int, batch_size: int) -> list[np.ndarray]:
@@ -167,7 +170,7 @@ def rows_per_pass(base, batch_size: int) -> int | None:
 
 def train_many(base, jobs: Sequence[Job], *, spec: LoraSpec = LoraSpec(), max_rows: int | None | str = "auto",
                counter=None) -> list[tuple[dict, dict]]:
-    """Train one fresh LoRA (``spec``) per job, all at once; returns per job ``(factors, info)``: the trained
+    """Train one LoRA (``spec``; fresh, or from the job's ``init``) per job, all at once; returns per job ``(factors, info)``: the trained
     ``{module path: (A, B)}`` (``ΔW = alpha/r · B A``) and ``{"steps", "loss"}`` (mean loss of its last
     epoch), as :func:`lib.engines.lora.train_adapter` would.
 
@@ -185,7 +188,8 @@ def train_many(base, jobs: Sequence[Job], *, spec: LoraSpec = LoraSpec(), max_ro
     if max_rows == "auto":
         max_rows = rows_per_pass(base, spec.batch_size)
     ensure_peft(base)
-    factors = [initial_factors(base, j.seed, r=spec.r, alpha=spec.alpha, targets=spec.targets) for j in jobs]
+    factors = [initial_factors(base, j.seed, r=spec.r, alpha=spec.alpha, targets=spec.targets) if j.init is None
+               else read_factors(j.init, r=spec.r, alpha=spec.alpha) for j in jobs]
     for f in factors:
         for ab in f.values():
             for p in ab:
@@ -272,8 +276,8 @@ def train_loras(base, jobs: Sequence[Job], paths: Sequence[str | Path], *, train
     if not jobs:
         return []
     if trainer == "sequential":
-        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=spec, counter=counter)
-                for j, p in zip(jobs, paths)]
+        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=spec, counter=counter,
+                                    init=j.init) for j, p in zip(jobs, paths)]
     trained = train_many(base, jobs, spec=spec, max_rows=max_rows, counter=counter)
     return [publish_factors(f, p, r=spec.r, alpha=spec.alpha) for (f, _), p in zip(trained, paths)]
 

@@ -215,6 +215,27 @@ def publish_factors(factors: dict, path: str | Path, *, r: int, alpha: int) -> P
     return _publish(tmp, path)
 
 
+def read_factors(path: str | Path, *, r: int, alpha: int) -> dict[str, list]:
+    """The factors of the adapter folder ``path`` as ``{module path: [A (r × in), B (out × r)]}`` (float32), with B
+    rescaled from the folder's scaling ``s_f`` to ``alpha / r``: ``(alpha / r) · B' A = s_f · B A``, the same update
+    ``ΔW``. Its rank must be ``r`` (a truncated merge, :func:`lib.engines.merge.inherit_merge`, is)."""
+    from safetensors import safe_open
+    path = check_adapter_dir(path)
+    cfg = json.loads((path / FILES[0]).read_text())
+    if int(cfg["r"]) != r:
+        raise CorruptAdapterError(f"{path}: rank {cfg['r']}, but the run's LoRAs have rank {r}; train from an "
+                                  f"adapter of rank {r} (inherit_merge truncates to it)")
+    ratio = (cfg["lora_alpha"] / cfg["r"]) / (alpha / r)
+    out: dict[str, list] = {}
+    with safe_open(str(path / FILES[1]), framework="pt") as fh:
+        for k in fh.keys():
+            mod, _, which = k.removeprefix("base_model.model.").rpartition(".lora_")
+            out.setdefault(mod, [None, None])[0 if which.startswith("A") else 1] = fh.get_tensor(k).float()
+    for ab in out.values():
+        ab[1] = ab[1] * ratio
+    return out
+
+
 def _partial(dst: Path) -> Path:
     """A staging folder next to ``dst``, unique to this process (runs of a sweep write concurrently)."""
     return dst.with_name(f"{dst.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -258,9 +279,17 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
-                        spec: LoraSpec = LoraSpec(), name: str = "_train", counter=None) -> Path:
-    """A fresh LoRA (``spec``) trained on ``tasks`` and saved to ``path`` (then detached)."""
-    new_adapter(base, name, r=spec.r, alpha=spec.alpha, seed=seed, targets=spec.targets)
+                        spec: LoraSpec = LoraSpec(), counter=None, init=None) -> Path:
+    """A LoRA (``spec``) trained on ``tasks`` and saved to ``path`` (then detached): fresh, or started from the
+    adapter folder ``init`` (its update, at ``spec``'s scaling: :func:`read_factors`)."""
+    name = "_train"
+    if init is None:
+        new_adapter(base, name, r=spec.r, alpha=spec.alpha, seed=seed, targets=spec.targets)
+    else:
+        start = publish_factors(read_factors(init, r=spec.r, alpha=spec.alpha), _partial(Path(path)),
+                                r=spec.r, alpha=spec.alpha)
+        load_adapter(base, name, start)
+        shutil.rmtree(start, ignore_errors=True)
     train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=spec.lr, batch_size=spec.batch_size,
                   counter=counter)
     save_adapter(base, name, path)

@@ -25,7 +25,10 @@ from lib.core.palette import TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT
 
 ROLES = ("reference", "primary", "secondary", "baseline")
 SELECTIONS = ("qd", "top", "niche", "lexicase")  # lib.society.generation.select
-INHERITS = ("distill", "verified", "merge")       # lib.society.generation.reproduce / lib.engines.merge.inherit_merge
+# what a child learns from (lib.society.generation): its source's answers (distill), only the verified ones
+# (verified), nothing: it is the screened merge (merge); the union of several teachers' verified answers, as a
+# fresh LoRA (crossover) or as a repair of the screened merge (repair); "gold" is crossover's control (@gold)
+INHERITS = ("distill", "verified", "merge", "crossover", "repair", "gold")
 MERGE_KINDS = ("exact", "linear", "sum", "ties")  # lib.society.generation.MERGES
 
 
@@ -57,6 +60,7 @@ class ArmSpec:
     seed_arm: bool = False         # one of the seed's v1 arms (kind llm_society accepts only these)
     added: bool = False            # added after its study's pre-registration (secondary, never "best")
     one_shot: bool = False         # a baseline that is a one-shot merge of the founders (not trained)
+    archive: bool = False          # teachers include a per-cell archive of elites (lib.society.crossover.Archive)
 
     @property
     def base(self) -> str:
@@ -101,6 +105,18 @@ ARMS: tuple[ArmSpec, ...] = (
     ArmSpec("lexicase", "secondary", "lexicase selection over the val items",
             "lexicase selection (Helmuth, Pantridge & Spector 2020) over the val items", Look(M["cyan"], "X"),
             selection="lexicase", added=True),
+    # the skill-combining study's designs (configs/society_crossover/): a child learns from several teachers
+    ArmSpec("crossover", "primary", "a fresh child trained on the union of its two parents' verified answers, at "
+            "a founder's budget; no merge", "rejection-sampling fine-tuning on several models' samples (Yuan et al. "
+            "2023)", Look(V["blue"], "o"), merge=None, inherit="crossover", budget="matched"),
+    ArmSpec("crossover_archive", "primary", "crossover; the teachers also include the archive's elite of every "
+            "cell neither parent is above the base on", "MAP-Elites / GENOME / CycleQD: an elite per skill, "
+            "never lost", Look(V["red"], "s"), merge=None, inherit="crossover", budget="matched", archive=True),
+    ArmSpec("merge_repair", "primary", "the inherit_merge child, then trained on its parents' verified answers "
+            "for a share of a founder's budget", "ColD Fusion (Don-Yehiya et al. 2023): merge, then train",
+            Look(V["teal"], "D"), inherit="repair", budget="repair"),
+    ArmSpec("niche_crossover", "secondary", "crossover with a niche per family", "niches + data crossover",
+            Look(V["magenta"], "^"), merge=None, selection="niche", inherit="crossover", budget="matched"),
     # named variants with a role or look of their own
     ArmSpec("full@matched", "primary", "each child trains as long as a founder",
             "distillation at a founder's budget", Look(B["green"], "8")),
@@ -110,6 +126,8 @@ ARMS: tuple[ArmSpec, ...] = (
             "the seed's own child budget (6 merges screened, 2 epochs)", Look(V["teal"], "P"), added=True),
     ArmSpec("full@breeding", "reference", "the exact merge; the reference, run beside them",
             "full, run beside the breeding arms in their folder", Look(V["teal"], "H")),
+    ArmSpec("crossover@gold", "secondary", "crossover on the gold answers of the same prompts",
+            "the control: what verification loses by covering only what the teachers solve", Look(V["cyan"], "P")),
     ArmSpec("verified@g0", "secondary", "verified inheritance, selection ungrounded",
             "verified inheritance, selection ungrounded"),
     # the field's one-shot merges and multitask training on the same founders (lib.society.baselines)
@@ -119,6 +137,14 @@ ARMS: tuple[ArmSpec, ...] = (
     ArmSpec("baseline_dare_ties", "baseline", look=Look(M["sand"], "p", "DARE-TIES"), one_shot=True),
     ArmSpec("baseline_lorahub", "baseline", look=Look(M["indigo"], "*", "LoraHub"), one_shot=True),
     ArmSpec("baseline_multitask", "baseline", look=Look(M["rose"], "d", "multitask")),
+    ArmSpec("baseline_distill_all", "baseline", "one LoRA on the union of all founders' and the base's verified "
+            "answers, at a founder's budget", "rejection-sampling fine-tuning on several models (Yuan et al. 2023)",
+            Look(M["green"], "8", "distill all")),
+    ArmSpec("baseline_distill_all@iterated", "baseline", "distill all, repeated once per breeding generation on "
+            "the last round's, the founders' and the base's verified answers", "STaR (Zelikman et al. 2022)",
+            Look(M["cyan"], "H", "distill all, iterated")),
+    ArmSpec("baseline_multitask@steps", "baseline", "multitask at one child's steps: a founder's budget of its "
+            "gold tasks", "multitask at matched steps", Look(M["purple"], "d", "multitask, 1 child's steps")),
 )
 del B, M, V
 SPECS: dict[str, ArmSpec] = {a.name: a for a in ARMS}
@@ -138,7 +164,7 @@ ADDED_ARMS = tuple(a.name for a in ARMS if a.added)
 # the recombination folder's own full, read as full@breeding beside the arms that breed differently
 BESIDE = next(a.name for a in ARMS if a.role == "reference" and "@" in a.name)
 BREEDING_ARMS = tuple(a.name for a in ARMS if a.base == a.name and a.merge != "exact" and a.grounded
-                      and a.diversity and not a.is_baseline)
+                      and a.diversity and a.inherit == "distill" and not a.is_baseline)
 SEED_V2_ARMS = SEED_ARMS + ("sex_linear",)  # the arms the seed's v2 loop runs (Fig. 3a's order)
 KIND_ARMS = {"llm_society": SEED_ARMS, "llm_society_v2": BASE_ARMS}
 NO_GROUNDING = "no_grounding"          # the seed's ablation of grounding (g = 0)
@@ -202,9 +228,11 @@ def switches(arm: str, g: float) -> dict:
 
 
 def design(arm: str) -> dict:
-    """How base arm ``arm`` selects, inherits and budgets its children: ``{"selection", "inherit", "budget"}``."""
+    """How base arm ``arm`` selects, inherits and budgets its children: ``{"selection", "inherit", "budget",
+    "archive"}``."""
     a = SPECS[arm]
-    return {"selection": a.selection or ("qd" if a.diversity else "top"), "inherit": a.inherit, "budget": a.budget}
+    return {"selection": a.selection or ("qd" if a.diversity else "top"), "inherit": a.inherit, "budget": a.budget,
+            "archive": a.archive}
 
 
 def order(arms) -> list[str]:
@@ -255,6 +283,33 @@ LEXICASE = (
     ("lexicase", "niche", "lexicase over the val items instead of a niche per family"),
     ("niche", "full", "a niche per family (the study's comparison 4, replicated in this folder)"),
 )
+# The skill-combining study (configs/society_crossover/, pre-registered there). Outcome: the test accuracy of the
+# one model a reader would take away, the last generation's agent best on the selection pool (a baseline: its one
+# model). (label, a, b), a − b, Holm over the five; "the best new society arm" is chosen among CROSSOVER_CANDIDATES
+# and "the best one-shot model" among the one-shot merges and distill-all, both on the selection pool.
+BASE_MODEL = "bare base"  # the base without adapter: its rows are every shard's base_test_* rows
+BEST_NEW, BEST_ONE_SHOT = "best new society arm", "best one-shot model"
+CROSSOVER_CANDIDATES = ("crossover", "crossover_archive", "merge_repair")
+DISTILL_ALL = "baseline_distill_all"
+ONE_SHOT_MODELS = ONE_SHOT + (DISTILL_ALL,)
+CROSSOVER_PRIMARY = (
+    (f"{BEST_NEW} − {BASE_MODEL}", BEST_NEW, BASE_MODEL),
+    (f"{BEST_NEW} − {BEST_ONE_SHOT}", BEST_NEW, BEST_ONE_SHOT),
+    ("crossover − verified", "crossover", "verified"),
+    ("crossover_archive − crossover", "crossover_archive", "crossover"),
+    ("crossover_archive − distill all", "crossover_archive", DISTILL_ALL),
+)
+CROSSOVER_SECONDARY = (
+    ("crossover@gold", "crossover", "gold answers instead of the teachers' verified ones (what verification loses)"),
+    ("niche_crossover", "crossover", "a niche per family, with data crossover"),
+    ("merge_repair", "inherit_merge", "the merge repaired on the parents' verified answers"),
+    ("crossover_archive", "baseline_distill_all@iterated", "a population against one model iterated as long"),
+    ("baseline_distill_all@iterated", DISTILL_ALL, "iterating distill-all once per breeding generation"),
+    ("baseline_multitask@steps", "baseline_multitask", "multitask at one child's steps instead of six founders'"),
+)
+if not set(CROSSOVER_CANDIDATES) <= set(SPECS) or DISTILL_ALL not in SPECS:
+    raise RuntimeError("lib.society.arms: the skill-combining study names an arm missing from ARMS")
+
 # the first verdict (configs/society/, pre-registered there): (label, other), full − other, Holm over the
 # three; the best one-shot merge is chosen on val there
 FIRST_VERDICT = (("no_grounding", "no_grounding"), (BEST_MERGE, BEST_MERGE), ("multitask", MULTITASK))

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import time
 
+from lib.core.device import float_path
 from lib.core.rows import append_rows, mark_done, resume_shard
 from lib.engines.batched import Job, train_loras
 from lib.engines.generate import generate
 from lib.engines.lora import load_adapter, remove_all
 from lib.engines.timing import PhaseClock
 from lib.operators.ops import founder_family
-from lib.society.arms import MULTITASK
+from lib.society.arms import MULTITASK, spec
 from lib.society.baselines import Founders, Result, baseline_metrics, run_baseline
 from lib.society.children import lora_steps
 from lib.society.founders import ensure_founders
-from lib.society.pools import founder_seed, founder_tasks, pools_for
+from lib.society.pools import founder_seed, founder_tasks, inheritance_pool, pools_for
 from lib.society.rows import COLUMNS
 from lib.society.shard_job import ShardJob
 from lib.society.streams import child_seed
@@ -36,14 +37,15 @@ def run_baseline_shard(job: ShardJob) -> list[float]:
             load_adapter(job.base, n, d)
     res, metrics = _measure(job, names, clock)
     remove_all(job.base)
-    founders_steps = 0 if arm == MULTITASK else cfg.agents * lora_steps(cfg.spec_train, cfg.spec_epochs, cfg.batch_size)
+    gold = spec(arm).base == MULTITASK  # trained on the founders' gold tasks, not from the founders
+    founders_steps = 0 if gold else cfg.agents * lora_steps(cfg.spec_train, cfg.spec_epochs, cfg.batch_size)
     cost = {"train_steps": founders_steps + res.train_steps, "val_evals": res.val_evals}
     rows = job.rows
     t = cfg.generations - 1
     append_rows(job.path, [rows.row(t, 0, k, v) for k, v in metrics.items()] + rows.costs(t, cost), COLUMNS)
     wall = time.time() - tic
     mark_done(job.path, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost,
-              trainer=job.trainer)
+              trainer=job.trainer, float_path=float_path())
     if job.progress is not None:
         job.progress.update(cfg.generations)
     return [wall]
@@ -58,10 +60,10 @@ def _measure(job: ShardJob, names: list[str], clock: PhaseClock) -> tuple[Result
     def answer(name, prompts):
         return generate(base, prompts, adapter=name, hard=cfg.hard, batch_size=cfg.gen_batch, counter=clock.count)
 
-    def train(tasks, train_seed):
+    def train(tasks, round_):  # round 0: the seed's multitask stream, as before the iterated baseline
         d = cfg.adapters_root() / f"s{seed}" / arm / "multitask"
-        train_loras(base, [Job(tasks, train_seed, cfg.spec_epochs)], [d], trainer=job.trainer, counter=clock.count,
-                    **cfg.lora_kw())
+        train_loras(base, [Job(tasks, child_seed(seed, arm, round_, 0), cfg.spec_epochs)], [d], trainer=job.trainer,
+                    counter=clock.count, **cfg.lora_kw())
         load_adapter(base, "multitask", d)
         return "multitask", lora_steps(len(tasks), cfg.spec_epochs, cfg.batch_size)
 
@@ -69,7 +71,8 @@ def _measure(job: ShardJob, names: list[str], clock: PhaseClock) -> tuple[Result
              for x in founder_tasks(cfg, founder_family(cfg.families, i), founder_seed(seed, i))]
     with clock("baseline"):
         res = run_baseline(arm, Founders(base, names, cfg, val=p.val, seed=seed, tasks=union, verifier=job.verifier,
-                                         answer=answer, train=lambda tasks, _: train(tasks, child_seed(seed, arm, 0, 0))))
+                                         answer=answer, train=train,
+                                         inherit=lambda t: inheritance_pool(cfg, seed, t, n_inherit=cfg.spec_train)))
         metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=cfg, verifier=job.verifier,
                                    selection=p.selection)
     return res, metrics

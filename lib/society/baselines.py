@@ -16,7 +16,13 @@ returns one adapter; its hyperparameters are chosen on val, never on test:
   run spends** on selection and screening (:func:`society_val_evals`);
 - ``baseline_multitask`` — one fresh LoRA trained on the union of the founders' training tasks for
   ``spec_epochs`` epochs: the founders' own data and (up to batch rounding) their total number of
-  training steps.
+  training steps; ``baseline_multitask@steps`` the same at one child's budget (``spec_train`` of those
+  tasks, an even share of each founder's, ``spec_epochs``);
+- ``baseline_distill_all`` — one fresh LoRA trained, at a founder's budget, on the union of every founder's
+  and the bare base's verified answers (:func:`lib.society.crossover.verified_union`) over the
+  inheritance prompts (generation 0's pool of ``spec_train`` prompts): the one-shot twin of
+  ``crossover_archive``; ``baseline_distill_all@iterated`` repeats it once per breeding generation ``t`` on
+  generation ``t``'s prompts, the last round's model joining the founders and the base as a teacher (STaR).
 
 TIES and DARE act on the updates ``ΔWᵢ = sᵢ BᵢAᵢ`` themselves (peft's ``ties_svd`` / ``dare_ties_svd``
 with the full rank of each module, so the SVD back to a LoRA loses nothing), not on the A and B
@@ -36,9 +42,11 @@ import numpy as np
 from lib.operators.ops import fitness_of
 from lib.core.tasks import Task
 from lib.society.generation import prompts, test_accuracy
+from lib.engines.generate import BASE_ROW
 from lib.engines.merge import full_rank, merge_adapters
 from lib.society.arms import BASELINE_PREFIX, BASELINES, is_baseline  # noqa: F401  (is_baseline: re-exported)
 from lib.society.config import SocietyConfig
+from lib.society.crossover import verified_union
 
 TA_LAMBDAS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TIES_GRID = tuple((d, lam) for d in (0.2, 0.5, 0.8) for lam in (0.5, 1.0, 1.5))
@@ -133,8 +141,9 @@ def lorahub_weights(n: int, budget: int, objective: Callable[[np.ndarray], float
 class Founders:
     """What a baseline is built from: the attached ``founders`` (adapter names) on ``base``, the run's settings,
     its ``val`` pool and seed, the union of the founders' training tasks, the verifier, ``answer(adapter,
-    prompts)`` (generates with one adapter) and ``train(tasks, seed) -> (name, steps)`` (trains and attaches a
-    fresh LoRA)."""
+    prompts)`` (generates with one adapter; :data:`BASE_ROW`: the bare base), ``train(tasks, round) -> (name,
+    steps)`` (trains, seeded by the round, and attaches a fresh LoRA at a founder's epochs) and ``inherit(t)``
+    (generation ``t``'s inheritance prompts at a founder's budget)."""
 
     base: object
     names: Sequence[str]
@@ -145,6 +154,7 @@ class Founders:
     verifier: Callable
     answer: Callable[[str, Sequence[str]], list[str]]
     train: Callable[[Sequence[Task], int], tuple[str, int]]
+    inherit: Callable[[int], list[Task]] = lambda t: []
 
     def val_acc(self, name: str) -> float:
         return fitness_of(self.answer(name, prompts(self.val)), self.val, self.s.families, self.verifier)["overall"]
@@ -183,14 +193,44 @@ def _lorahub(f: Founders) -> Result:
 
 
 def _multitask(f: Founders) -> Result:
-    name, steps = f.train(list(f.tasks), f.seed)
+    name, steps = f.train(list(f.tasks), 0)
     return Result(name, 0, steps, {})
+
+
+def _multitask_steps(f: Founders) -> Result:
+    """Multitask at one child's budget: the first ``spec_train // N`` tasks of each of the ``N`` founders' data
+    (each a seeded draw already), ``spec_epochs``."""
+    n, per = len(f.names), f.s.spec_train // len(f.names)
+    tasks = [x for i in range(n) for x in f.tasks[i * f.s.spec_train:i * f.s.spec_train + per]]
+    name, steps = f.train(tasks, 0)
+    return Result(name, 0, steps, {"train_n": len(tasks)})
+
+
+def _distill_all(f: Founders) -> Result:
+    pool = f.inherit(0)
+    data = verified_union(pool, [f.answer(n, prompts(pool)) for n in [*f.names, BASE_ROW]], f.verifier)
+    name, steps = f.train(data, 0)
+    return Result(name, 0, steps, {"inherit_n": len(data)})
+
+
+def _distill_all_iterated(f: Founders) -> Result:
+    """Round ``t`` (one per breeding generation) trains on the verified union of the founders', the base's and
+    the last round's model's answers to generation ``t``'s prompts."""
+    name, steps, chosen = None, 0, {}
+    for t in range(f.s.generations - 1):
+        pool = f.inherit(t)
+        teachers = [*f.names, BASE_ROW] + ([name] if name else [])
+        data = verified_union(pool, [f.answer(n, prompts(pool)) for n in teachers], f.verifier)
+        name, k = f.train(data, t)
+        steps, chosen[f"inherit_n_r{t}"] = steps + k, len(data)
+    return Result(name, 0, steps, chosen)
 
 
 # each baseline's method (its arm is baseline_<method>, lib.society.arms)
 BUILDERS: dict[str, Callable[[Founders], Result]] = {
     "soup": _soup, "task_arithmetic": _task_arithmetic, "ties": _ties_like("ties"), "dare_ties": _ties_like("dare_ties"),
-    "lorahub": _lorahub, "multitask": _multitask}
+    "lorahub": _lorahub, "multitask": _multitask, "multitask@steps": _multitask_steps, "distill_all": _distill_all,
+    "distill_all@iterated": _distill_all_iterated}
 if {BASELINE_PREFIX + m for m in BUILDERS} != set(BASELINES):
     raise RuntimeError("lib.society.baselines: every baseline of lib.society.arms needs exactly one builder")
 

@@ -43,25 +43,34 @@ def save_inherited_merges(agents, children: list[Child], out: Path, *, rank: int
 
 def train_children(base, children: list[Child], parents: list[Path], out: Path, *, arm: Arm, cfg: SocietyConfig,
                    counter=None, trainer: str = "batched") -> list[Path]:
-    """The next generation's adapter folders under ``out``: elites copied, children trained on their
-    data for ``arm.epochs`` (the arm's budget; all at once, :func:`lib.engines.batched.train_loras`, with
-    the config's LoRA); a degenerate child (too few usable answers) is a copy of its source — the merge
-    saved by :func:`save_merged_sources`, or the copied parent. An arm that does not distil
-    (``inherit_merge``): the children are already on disk (:func:`save_inherited_merges`); nothing is trained."""
-    distill = arm.distills
-    dirs, jobs, todo = [], [], []
+    """The next generation's adapter folders under ``out``: elites copied, children trained on their data for
+    ``arm.epochs`` (the arm's budget; all at once, :func:`lib.engines.batched.train_loras`, with the config's
+    LoRA) — fresh LoRAs, or, for ``merge_repair``, from the truncated merge on disk
+    (:func:`save_inherited_merges`). A degenerate child (too few usable answers) is a copy of its source: the
+    merge already on disk (:func:`save_merged_sources`, :func:`save_inherited_merges`) or its first parent.
+    ``inherit_merge``: the children are already on disk; nothing is trained."""
+    dirs, jobs, todo, starts = [], [], [], []
     for ch in children:
         if ch.elite:
             dirs.append(copy_adapter(parents[ch.parents[0]], out / f"elite{ch.index}"))
             continue
         d = out / f"agent{ch.index}"
-        if distill and ch.degenerate and ch.source.merge_winner is None:
-            copy_adapter(parents[ch.parents[0]], d)
-        elif distill and not ch.degenerate:
+        dirs.append(d)
+        if arm.from_merge:
+            if arm.trains and not ch.degenerate:  # repair the merge: train from it
+                start = d.rename(out / f"start{ch.index}")
+                jobs.append(Job(ch.data, ch.seed, arm.epochs, init=start))
+                todo.append(d)
+                starts.append(start)
+        elif ch.degenerate:
+            if ch.source.merge_winner is None:
+                copy_adapter(parents[ch.parents[0]], d)
+        else:
             jobs.append(Job(ch.data, ch.seed, arm.epochs))
             todo.append(d)
-        dirs.append(d)
     train_loras(base, jobs, todo, trainer=trainer, counter=counter, **cfg.lora_kw())
+    for start in starts:
+        shutil.rmtree(start, ignore_errors=True)
     return dirs
 
 

@@ -57,6 +57,7 @@ class Arm:
     n_inherit: int = 240       # the inheritance pool a child learns from (per generation) ...
     epochs: int = 1            # ... and its epochs over it
     n_candidates: int = 2      # merges screened per pair of parents
+    archive: bool = False      # the teachers include the archive's elites (lib.society.crossover)
 
     @property
     def grounded(self) -> bool:
@@ -64,31 +65,50 @@ class Arm:
 
     @property
     def distills(self) -> bool:
-        """Children are fresh LoRAs trained on their source's answers (else: the merge itself)."""
+        """Children are fresh LoRAs trained on their source's (one agent's) answers."""
+        return self.inherit in ("distill", "verified")
+
+    @property
+    def from_merge(self) -> bool:
+        """A child starts from its pair's screened merge (``merge``: is it; ``repair``: is trained from it)."""
+        return self.inherit in ("merge", "repair")
+
+    @property
+    def from_teachers(self) -> bool:
+        """A child trains on its teachers' verified answers (``crossover``, ``repair``) or their prompts' gold
+        answers (``gold``): :mod:`lib.society.crossover`."""
+        return self.inherit in ("crossover", "repair", "gold")
+
+    @property
+    def trains(self) -> bool:
+        """Children take optimizer steps (every design but ``merge``)."""
         return self.inherit != "merge"
 
 
 def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
     """An arm name with optional modifiers:
-    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget]``.
+    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget][@gold]``.
 
     ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism, "budget": None}``; ``"full@g0.25"``
     runs the arm at its own grounding knob (the grounding-knob sweep); ``"full@e1"`` with its own
     number of elites (the elitism comparison); ``"full@matched"`` trains each child as long as a
     founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget),
-    ``"full@seed_budget"`` screens and trains as the seed does (:data:`SEED_BUDGET`). Raises
-    ``ValueError`` on a malformed name.
+    ``"full@seed_budget"`` screens and trains as the seed does (:data:`SEED_BUDGET`);
+    ``"crossover@gold"`` trains on the gold answers of its teachers' prompts. Raises ``ValueError`` on a
+    malformed name.
     """
     name, *mods = arm.split("@")
-    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None}
+    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None, "gold": False}
     seen = set()
     for m in mods:
-        kind = "budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else m[:1]
+        kind = "budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else m if m == "gold" else m[:1]
         try:
             if kind in seen:
                 raise ValueError
             seen.add(kind)
-            if kind == "g":
+            if kind == "gold":
+                out["gold"] = True
+            elif kind == "g":
                 out["g"] = float(m[1:])
             elif kind == "e":
                 out["elitism"] = int(m[1:])
@@ -103,8 +123,8 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
                 raise ValueError
         except ValueError:
             raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs> | "
-                             f"@seed_budget] with each modifier once, e.g. full@g0.25, full@e1, full@matched, "
-                             f"full@inherit1000x1 or full@seed_budget"
+                             f"@seed_budget][@gold] with each modifier once, e.g. full@g0.25, full@e1, full@matched, "
+                             f"full@inherit1000x1, full@seed_budget or crossover@gold"
                              ) from None
     return out
 
@@ -127,6 +147,11 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
             raise ValueError(f"arm {arm!r}: {p['name']} trains no child (it inherits the merge itself), "
                              f"so a budget modifier (@matched, @inherit<n>x<e>, @seed_budget) contradicts it")
         d["budget"] = p["budget"]
+    if p["gold"]:
+        if d["inherit"] != "crossover":
+            raise ValueError(f"arm {arm!r}: @gold replaces the verified answers of a crossover arm's teachers by the "
+                             f"gold ones; {p['name']} inherits {d['inherit']!r}")
+        d["inherit"] = "gold"
     if d["selection"] in ("niche", "lexicase") and st["g"] == 0:
         what = "each family's val accuracy" if d["selection"] == "niche" else "the verifier's verdict on each val item"
         raise ValueError(f"arm {arm!r}: {d['selection']} selection reads {what} (the verifier), which "
@@ -143,11 +168,12 @@ def resolve_arm(cfg, label: str) -> Arm:
     budget = d["budget"]
     n_inherit, epochs = ((cfg["n_inherit"], cfg["epochs"]) if budget is None else
                          (cfg["spec_train"], cfg["spec_epochs"]) if budget == "matched" else
+                         (round(cfg["repair_share"] * cfg["spec_train"]), cfg["spec_epochs"]) if budget == "repair" else
                          (cfg["n_inherit"], SEED_BUDGET["epochs"]) if budget == "seed" else budget)
     n_candidates = SEED_BUDGET["n_candidates"] if budget == "seed" else cfg["n_candidates"]
     return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
                diversity=s["diversity"], elitism=s["elitism"], selection=d["selection"], inherit=d["inherit"],
-               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates)
+               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates, archive=d["archive"])
 
 
 # ----------------------------------------------------------------------------- the config
@@ -203,6 +229,9 @@ class SocietyConfig(TypedConfig):
     grids: str = key(Field(str, "seed", choices=("seed", "wide"), role="later",
                            doc="the baselines' hyperparameter grids on val (lib.society.baselines.GRIDS); wide: to "
                                "the natural bounds"))
+    repair_share: float = key(Field(float, 0.25, min=0.0, max=1.0, role="later",
+                                    doc="merge_repair: the repair's share of a founder's budget (round(share * "
+                                        "spec_train) prompts x spec_epochs)"))
     adapters_dir: str = key(Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"))
 
     @staticmethod
@@ -455,12 +484,27 @@ def _population_checks(cfg: dict, allowed) -> list[str]:
     if P > N:
         errs.append(f"n_parents ({P}) > agents ({N})")
     evolving = [a for a in cfg["arms"] if a not in BASELINES and _arm_ok(cfg, allowed, a)]
-    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] for a in evolving):
-        errs.append(f"n_parents ({P}) < 2: sexual arms need two parents per child")
+    if P < 2 and any(arm_settings(a, cfg["g"])["sex"] or _design_or_none(cfg, a) in PAIRED for a in evolving):
+        errs.append(f"n_parents ({P}) < 2: sexual and crossover arms need two parents per child")
+    if any(_design_or_none(cfg, a) == "repair" for a in evolving) and round(
+            cfg["repair_share"] * cfg["spec_train"]) < len(cfg["families"]):
+        errs.append(f"repair_share ({cfg['repair_share']}) x spec_train ({cfg['spec_train']}) leaves fewer repair "
+                    f"prompts than families ({len(cfg['families'])}); raise repair_share")
     for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):
         if e > min(P, N - 1):
             errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
     return errs
+
+
+PAIRED = ("crossover", "gold", "repair")  # designs whose child has two parents besides the merging arms
+
+
+def _design_or_none(cfg: dict, a: str) -> str | None:
+    """The inheritance of arm ``a`` (None for a name :func:`arm_design` rejects: reported by the arm checks)."""
+    try:
+        return arm_design(a, cfg["g"], cfg["elitism"])["inherit"]
+    except ValueError:
+        return None
 
 
 def _pool_checks(cfg: dict) -> list[str]:

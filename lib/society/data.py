@@ -80,11 +80,12 @@ def shard_walls(files) -> pd.DataFrame:
 
 def code_path(manifest: dict | None, progress: dict | None) -> str:
     """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]`` from its folder's
-    manifest (the commit; torch's CPU kernel level where recorded, else the device) and its progress
-    file (the trainer, where recorded)."""
+    manifest (the commit) and its progress file (the trainer, where recorded); the float path is torch's CPU
+    kernel level from the shard's progress file, else its folder's manifest, else the device."""
     m = manifest or {}
     commit = str((m.get("git") or {}).get("commit") or "?")[:7]
-    where = (m.get("float_path") or {}).get("torch_cpu_capability") or m.get("device") or "?"
+    fp = (progress or {}).get("float_path") or m.get("float_path") or {}  # the shard's own, else its folder's
+    where = fp.get("torch_cpu_capability") or m.get("device") or "?"
     trainer = (progress or {}).get("trainer")
     return "/".join([commit, str(where)] + ([str(trainer)] if trainer else []))
 

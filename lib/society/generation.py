@@ -18,6 +18,13 @@
    distilled: the child is its source, the screened merge, truncated to rank r by SVD and mutated
    (:func:`lib.engines.merge.inherit_merge`, in the driver).
 
+   Children that learn from several teachers (:mod:`lib.society.crossover`): in the ``crossover`` arms no
+   merge is made or screened; a pair's child is a fresh LoRA trained on the union of its *teachers'*
+   verified answers on the inheritance pool (:func:`teach`): its two parents, and with an archive the elite
+   of every cell on which neither parent is above the base; ``@gold`` trains on the same prompts' gold
+   answers. In ``merge_repair`` the child starts from the ``inherit_merge`` child and is trained on its two
+   parents' verified answers.
+
 Models enter only through an :class:`Agents` object (answer prompts; merge two agents), so every
 step runs with fake agents whose answers are fixed lists (``tests/test_society_steps.py``). Breeding
 reads a :class:`Generation` (its agents, pools, evaluation and selection) and the :class:`Arm` (its
@@ -27,7 +34,7 @@ calls the steps, trains the children (:mod:`lib.society.children`), writes the r
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -36,8 +43,9 @@ from lib.operators.ops import (agreement, behavioural_distance, complementary_pa
                                  consensus_answers, elite_indices, fitness_of, lexicase_parents, niche_parents,
                                  region_accuracy, sample_merge_weights, select_parents)
 from lib.core.tasks import Task, answer_of
-from lib.society.pools import GenerationPools
 from lib.society.config import Arm
+from lib.society.crossover import BASE, Archive, archive_teachers, cell_scores, gold_data, verified_union
+from lib.society.pools import GenerationPools
 
 MIN_INHERIT = 8  # fewer usable answers than this: the child is a copy of its source
 
@@ -197,6 +205,7 @@ class Generation:
     pools: GenerationPools
     ev: Evaluation
     sel: Selection
+    archive: Archive | None = None  # the elites (an arm with an archive); each attached under its own name
 
     @property
     def tag(self) -> str:
@@ -219,6 +228,8 @@ class Source:
     merge_winner: int | None = None   # index of the winner among the candidates (0: plain average)
     merge_gain: float | None = None   # winner's screening accuracy − its parents' mean
     merge_tied: int | None = None     # candidates tied at the top screening score (1: no tie)
+    data: list[Task] | None = None    # the training data its teachers gave (lib.society.crossover), else None
+    teachers: tuple[str, ...] = ()    # those teachers (parents' names, archive elites, "base")
 
 
 def breed(agents: Agents, gen: Generation, arm: Arm, *, rng: np.random.Generator, n_children: int,
@@ -229,13 +240,46 @@ def breed(agents: Agents, gen: Generation, arm: Arm, *, rng: np.random.Generator
     Phases: ``screen`` (merge and score the candidates) and ``inherit`` (the sources answer the
     inheritance pool; merged winners also the test pool, for diagnostics).
     """
+    if arm.from_teachers and not arm.from_merge:  # crossover: no merge, no screen
+        with clock("inherit"):
+            pairs = complementary_pairs(gen.sel.parents, gen.ev.distance, n_children)
+            return [Source(parents=p, agent="", answers=[], test={}, screen=float("nan"), data=d, teachers=ts)
+                    for p, (ts, d) in zip(pairs, teach(agents, gen, arm, pairs, verifier=verifier))]
     if arm.merge is None:
         with clock("inherit"):
             return _copies(agents, gen, n_children)
     with clock("screen"):
         pairs, scored = screen(agents, gen, arm, rng=rng, n_pairs=n_children, verifier=verifier, families=families)
     with clock("inherit"):
-        return inherit(agents, gen, arm, pairs, scored, verifier=verifier, families=families)
+        sources = inherit(agents, gen, arm, pairs, scored, verifier=verifier, families=families)
+        if arm.from_teachers:  # merge_repair: the merge, repaired on its parents' verified answers
+            taught = teach(agents, gen, arm, pairs, verifier=verifier)
+            sources = [replace(s, data=d, teachers=ts) for s, (ts, d) in zip(sources, taught)]
+    return sources
+
+
+def teach(agents: Agents, gen: Generation, arm: Arm, pairs: Sequence[tuple[int, int]], *,
+          verifier: Verifier) -> list[tuple[tuple[str, ...], list[Task]]]:
+    """Per pair, its teachers and their training data on the inheritance pool: the union of the teachers'
+    verified answers (:func:`lib.society.crossover.verified_union`; ``gold``: the prompts' gold answers).
+    The teachers are the two parents, and with an archive the elite of every cell on which neither parent
+    is above the base (:func:`lib.society.crossover.archive_teachers`; ``base``: the bare base). Each teacher
+    answers once, all in one batched call."""
+    pool = gen.pools.inheritance
+    teachers = [tuple(dict.fromkeys([gen.names[a], gen.names[b], *_archive_of(gen, (a, b))])) for a, b in pairs]
+    if arm.inherit == "gold":
+        return [(ts, gold_data(pool)) for ts in teachers]
+    uniq = list(dict.fromkeys(t for ts in teachers for t in ts))
+    said = dict(zip(uniq, agents.answer([agents.BASE if t == BASE else t for t in uniq], prompts(pool))))
+    return [(ts, verified_union(pool, [said[t] for t in ts], verifier)) for ts in teachers]
+
+
+def _archive_of(gen: Generation, pair: tuple[int, int]) -> list[str]:
+    """The archive's elites that join ``pair`` as teachers (none without an archive)."""
+    if gen.archive is None:
+        return []
+    cells = cell_scores(gen.ev.val_items[list(pair)], gen.pools.val, gen.archive.cells)
+    return archive_teachers(gen.archive, cells)
 
 
 @dataclass(frozen=True)
@@ -332,10 +376,12 @@ def reproduce(sources: Sequence[Source], elites: Sequence[int], inheritance: Seq
               child_seed: Callable[[int], int], verifier: Verifier | None = None) -> list[Child]:
     """Step 4: the next generation — the elites first, then one child per source, trained on the
     source's answers that parse (``answer_of`` non-empty), labelled with what the source said; with a
-    ``verifier`` (the ``verified`` arms) only on those it accepts."""
+    ``verifier`` (the ``verified`` arms) only on those it accepts; a source whose teachers gave its data
+    (:func:`teach`) on that data."""
     children = [Child(index=j, parents=(e, e), elite=True, data=[], seed=0) for j, e in enumerate(elites)]
     for c, src in enumerate(sources, start=len(elites)):
-        data = [Task(x.family, x.prompt, answer_of(a)) for x, a in zip(inheritance, src.answers)
-                if answer_of(a) and (verifier is None or verifier(a, x))]
+        data = src.data if src.data is not None else [
+            Task(x.family, x.prompt, answer_of(a)) for x, a in zip(inheritance, src.answers)
+            if answer_of(a) and (verifier is None or verifier(a, x))]
         children.append(Child(index=c, parents=src.parents, elite=False, data=data, seed=child_seed(c), source=src))
     return children

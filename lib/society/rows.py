@@ -2,8 +2,10 @@
 :class:`RowWriter` (the seed's metrics and the operators' diagnostics, :data:`DIAGNOSTICS`)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
+from lib.core.tasks import region
 from lib.society.generation import Child, Evaluation, Selection
 
 COLUMNS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score",
@@ -28,6 +30,9 @@ DIAGNOSTICS = {
     "cost_val_evals": "model evaluations on val (selection) or its screening part (screening), last generation",
     "select_overall": "accuracy on the selection pool (n_select > 0; last generation, and each baseline): the "
                       "best society arm and the best one-shot merge are chosen on it",
+    "teachers_n": "crossover, merge_repair: the child's teachers (its two parents, and archive elites)",
+    "inherit_n_<family>_<region>": "crossover, merge_repair: the child's training answers per family and region",
+    "archive_val_<family>_<region>": "crossover_archive: the archive elite's val accuracy on that cell (agent -1)",
     "inherit_energy": "inherit_merge arms: share of the merge's update energy (sum of squared singular values) "
                       "kept by its truncation to rank r",
 }
@@ -77,8 +82,14 @@ class RowWriter:
             src = ch.source
             if ch.index in energy:  # inherit_merge: nothing distilled, the merge truncated
                 out.append(self.row(t, ch.index, "inherit_energy", energy[ch.index]))
-            else:
+            if ch.index not in energy or src.data is not None:
                 out.append(self.row(t, ch.index, "inherit_n", len(ch.data)))
+            if src.teachers:  # crossover, merge_repair: who taught, and where the union's answers lie
+                out.append(self.row(t, ch.index, "teachers_n", len(src.teachers)))
+                cells = Counter(f"{x.family}_{region(x)}" for x in ch.data)
+                out += [self.row(t, ch.index, f"inherit_n_{c}", n) for c, n in sorted(cells.items())]
+            if not src.agent:  # crossover: no merge, so no source model to measure
+                continue
             out += [self.row(t, ch.index, f"source_test_{k}", v) for k, v in src.test.items()]
             out.append(self.row(t, ch.index, "source_val_overall", src.screen))
             if src.merge_winner is not None:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from lib.core.device import float_path
 from lib.core.rows import append_rows, mark_done, read_progress, resume_shard
 from lib.engines.agents import make_agents
 from lib.engines.timing import PhaseClock
@@ -27,6 +28,8 @@ from lib.society.baseline_shard import run_baseline_shard
 from lib.society.children import (drop_generation, lora_steps, save_inherited_merges, save_merged_sources,
                                   train_children)
 from lib.society.config import Arm
+from lib.society.crossover import Archive
+from lib.society.elites import attach_elites, start_archive, update_archive
 from lib.society.founders import ensure_founders
 from lib.society.generation import Agents, Generation
 from lib.society.pools import Pools, pools_for
@@ -92,7 +95,8 @@ def start_or_resume(job: ShardJob, clock: PhaseClock) -> ShardState | None:
         return None
     info = read_progress(job.path)
     return ShardState(t=done + 1, dirs=[job.root / p for p in info["agents"]], pending=info["pending_rows"],
-                      walls=info.get("gen_wall_s", []), phases=info.get("gen_phase_s", []), cost=info["cost"])
+                      walls=info.get("gen_wall_s", []), phases=info.get("gen_phase_s", []), cost=info["cost"],
+                      archive=info.get("archive"))
 
 
 def run_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> ShardState:
@@ -110,11 +114,14 @@ def run_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> Shard
     walls = state.walls + [time.time() - tic]
     append_rows(job.path, out_rows, COLUMNS)
     phases = state.phases + [clock.rounded()]
+    archive = None if gen.archive is None else gen.archive.to_json()
     mark_done(job.path, t, agents=[str(Path(d).relative_to(job.root)) for d in new_dirs],
-              pending_rows=pending, gen_wall_s=walls, gen_phase_s=phases, cost=cost, trainer=job.trainer)
+              pending_rows=pending, gen_wall_s=walls, gen_phase_s=phases, cost=cost, trainer=job.trainer,
+              float_path=float_path(), **({} if archive is None else {"archive": archive}))
     if not cfg.keep_all_adapters and 0 < t < cfg.generations - 1:  # founders and the last population are kept
         drop_generation(state.dirs)
-    return replace(state, t=t + 1, dirs=new_dirs, pending=pending, walls=walls, phases=phases, cost=cost)
+    return replace(state, t=t + 1, dirs=new_dirs, pending=pending, walls=walls, phases=phases, cost=cost,
+                   archive=archive)
 
 
 def evaluate_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> tuple[Generation, list[dict], dict]:
@@ -141,7 +148,24 @@ def evaluate_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> 
         out_rows += [job.rows.row(t, i, "select_overall", v) for i, v in enumerate(chosen)]
     cost = dict(state.cost)
     cost["val_evals"] += cfg.agents if arm.grounded else 0  # selection read val
-    return Generation(t=t, names=names, pools=gp, ev=ev, sel=sel), out_rows, cost
+    archive = None
+    if arm.archive:
+        with clock("archive"):
+            archive = keep_archive(run, state, names, ev, gp)
+        cost["val_evals"] += 1 if t == 0 else 0  # the bare base on val, once
+        out_rows += [job.rows.row(t, -1, f"archive_val_{c}", archive.score[c]) for c in archive.cells]
+    return Generation(t=t, names=names, pools=gp, ev=ev, sel=sel, archive=archive), out_rows, cost
+
+
+def keep_archive(run: Evolving, state: ShardState, names: list[str], ev, gp) -> Archive:
+    """The archive after generation ``state.t`` was offered to it (started from the bare base at generation 0,
+    read back from the progress file on a resume), its elites attached as agents for the breeding to come."""
+    folder = run.job.root / run.job.arm / "archive"
+    archive = (start_archive(run.agents, gp, families=run.job.cfg.families, verifier=run.job.verifier)
+               if state.archive is None else Archive.from_json(state.archive))
+    update_archive(archive, names, state.dirs, ev, gp, folder)
+    attach_elites(run.agents, archive, folder, names)
+    return archive
 
 
 def next_generation(run: Evolving, gen: Generation, dirs: list[Path], cost: dict,
@@ -162,16 +186,16 @@ def next_generation(run: Evolving, gen: Generation, dirs: list[Path], cost: dict
     children = step.reproduce(sources, gen.sel.elites, gen.pools.inheritance,
                               child_seed=lambda c: child_seed(job.seed, job.arm, t, c),
                               verifier=job.verifier if a.inherit == "verified" else None)
-    if a.distills:
+    if a.from_merge:
+        energy = save_inherited_merges(agents, children, out, rank=cfg.lora_r)
+    else:
         save_merged_sources(agents, children, out)
         energy = {}
-    else:
-        energy = save_inherited_merges(agents, children, out, rank=cfg.lora_r)
     agents.forget()
     with clock("train"):
         new_dirs = train_children(job.base, children, dirs, out, arm=a, cfg=cfg, counter=clock.count,
                                   trainer=job.trainer)
     cost["train_steps"] += sum(lora_steps(len(ch.data), a.epochs, cfg.batch_size) for ch in children
-                               if a.distills and not ch.elite and not ch.degenerate)
+                               if a.trains and not ch.elite and not ch.degenerate)
     cost["val_evals"] += (N - a.elitism) * a.n_candidates if a.grounded and a.merge else 0  # screening
     return new_dirs, job.rows.births(t + 1, children, energy)

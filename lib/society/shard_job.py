@@ -60,7 +60,8 @@ class ShardJob:
 class ShardState:
     """Where a shard stands before generation ``t``: the population's adapter folders, the birth rows
     still to be written (with generation ``t``), the wall seconds and phases of every generation run so
-    far, and the run's cost so far (LoRA steps, val evaluations) — what the progress file records."""
+    far, the run's cost so far (LoRA steps, val evaluations) and its archive of elites, if it keeps one — what
+    the progress file records."""
 
     t: int
     dirs: list[Path]
@@ -68,3 +69,4 @@ class ShardState:
     walls: list[float] = field(default_factory=list)
     phases: list[dict] = field(default_factory=list)
     cost: dict = field(default_factory=dict)
+    archive: dict | None = None   # an arm with an archive: lib.society.crossover.Archive.to_json()
