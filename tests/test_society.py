@@ -113,7 +113,8 @@ def test_config_errors(tmp_path):
     assert society.generation_rng(0, "full@g0.25", 3).random() == society.generation_rng(0, "full", 3).random()
     cfg = cfg_with(tmp_path, arms=["full", "no_sex"], seeds=[0, 1])
     sh = society.shards(cfg)
-    assert [(s["arms"], s["seeds"]) for s in sh] == [(["full"], [0]), (["full"], [1]), (["no_sex"], [0]), (["no_sex"], [1])]
+    assert [(s["arms"], s["seeds"]) for s in sh] == [(["full"], [0]), (["no_sex"], [0]), (["full"], [1]),
+                                                           (["no_sex"], [1])]  # seed by seed
     v2, v1 = society.validate_config(cfg), society.validate_config({**cfg, "kind": "llm_society"})
     assert v2.merge_method("full") == "exact"
     assert v1.merge_method("full") == "linear"

@@ -3,7 +3,7 @@ through :func:`config_of`.
 
 The society's results live in one folder per experiment (:data:`STUDIES`): ``data/<scale>/society/``
 (the first verdict), ``society_recombination/`` (the breeding arms beside their own ``full``),
-``society_study/`` and ``society_lexicase/``. :func:`society_rows` reads the shards each folder's config
+``society_study/``, ``society_lexicase/`` and ``society_crossover/`` (the skill-combining study). :func:`society_rows` reads the shards each folder's config
 lists, in its order (arms, then seeds), each checked (:func:`lib.core.rows.read_shard`), into one tidy
 frame (:data:`COLUMNS`): ``study`` is the folder's experiment, ``code_path`` what made the shard (the
 folder's commit, its float path or device, and the shard's trainer where recorded). It is the one place
@@ -38,8 +38,9 @@ from lib.society.config import config_of, load_file  # noqa: F401  (config_of: t
 from lib.society.config import arm_runs
 from lib.sweep import LEDGER
 
-MAIN, RECOMBINATION, STUDY, LEXICASE = "society", "society_recombination", "society_study", "society_lexicase"
-STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE)
+MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER = ("society", "society_recombination", "society_study",
+                                                  "society_lexicase", "society_crossover")
+STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER)
 OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
 COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
            "score"]

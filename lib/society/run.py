@@ -64,9 +64,10 @@ def manifest_config(cfg) -> Frozen:
 
 
 def shards(cfg) -> list[SocietyConfig]:
-    """One config per (arm, seed); each writes only its own shard of the same data folder."""
+    """One config per (arm, seed), seed by seed (a long sweep finishes every arm of its first seeds first, so its
+    paired comparisons grow together); each writes only its own shard of the same data folder."""
     cfg = validate_config(cfg)
-    return [cfg.shard(a, s) for a, s in cfg.arm_runs()]
+    return [cfg.shard(a, s) for a, s in cfg.runs()]
 
 
 def shard_status(cfg, folder: Path | None = None) -> dict:

@@ -31,17 +31,6 @@ def preregistered_seeds(cfg: dict, r) -> int:
     return min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)) if r.arm_a and r.arm_b else 0
 
 
-def study_state(scale: str) -> str:
-    """Whether the six primary comparisons are final (each on its pre-registered seeds) or interim."""
-    rows = study_rows(scale)
-    if rows is None:
-        return "no data yet"
-    cfg = config_of(STUDY, scale)
-    short = [r for _, r in primary_table(rows).iterrows() if r.n < preregistered_seeds(cfg, r)]
-    return ("final: each on its pre-registered seeds" if not short else
-            f"interim: {len(short)} of 6 short of their pre-registered seeds")
-
-
 def study_primary(scale: str) -> str:
     """The six pre-registered comparisons (:func:`lib.society.study.primary_table`) with their
     verdict (:func:`lib.society.study.verdict`), marked *interim* while a comparison has fewer
@@ -235,6 +224,20 @@ def study_grounding_one_seed(scale: str) -> str:
             f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds")
 
 
+def study_grounding_margin(scale: str) -> str:
+    """Primary comparison 6 (``full`` − ``no_grounding``), and again without its most extreme seed."""
+    rows = study_rows(scale)
+    if rows is None:
+        return "no data yet"
+    pop = population_scores(rows)
+    if REFERENCE not in pop or NO_GROUNDING not in pop:
+        return "no data yet"
+    r, w = paired(pop[REFERENCE], pop[NO_GROUNDING]), without_most_extreme(pop[REFERENCE], pop[NO_GROUNDING])
+    text = f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds"
+    return text if w["seed"] is None else (f"{text}; without seed {w['seed']}, the largest difference, "
+                                           f"{signed(w['diff'])}, p = {p_text(w['p'])}")
+
+
 def study_primary_founders(scale: str) -> str:
     """Over the six primary comparisons, the paired seeds whose two runs started from different founders
     (:func:`lib.society.study.seeds_on_other_founders`; baselines carry no founders' rows)."""
@@ -284,9 +287,10 @@ TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "stud
                                            "study-lexicase": study_lexicase, "study-lexicase-slots": study_lexicase_slots,
                                            "study-arms-secondary": study_arms_secondary, "study-grids": study_grids,
                                            "society-primary": society_primary}
-VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts, "study-state": study_state,
+VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts,
                                            "study-grid-near-base": study_grid_near_base,
                                            "study-grounding-one-seed": study_grounding_one_seed,
+                                           "society-grounding-margin": study_grounding_margin,
                                            "study-primary-founders": study_primary_founders,
                                            "study-seed-budget-beside": study_seed_budget_beside,
                                            "study-lexicase-beside": study_lexicase_beside,

@@ -367,18 +367,6 @@ def _recombination_max(column: str):
     return value
 
 
-def _child_training_ratio(scale: str) -> str:
-    """How many times more answers × epochs a founder trains on than a child (``spec_train`` ×
-    ``spec_epochs`` / ``n_inherit`` × ``epochs``)."""
-    c = _config(MAIN, scale)
-    return f"{c['spec_train'] * c['spec_epochs'] / (c['n_inherit'] * c['epochs']):g}"
-
-
-def _study_grounding_seeds(scale: str) -> str:
-    c = _config(STUDY, scale)
-    return "—" if c is None else str(len(arm_seeds(c, NO_GROUNDING)))
-
-
 def _recombination_reproduces(scale: str) -> str:
     """How the recombination folder's own ``full`` compares with the main run's ``full`` on the same
     seeds (:func:`full_reproduction`)."""
@@ -414,5 +402,4 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-recombination-floor-p": _with_data(_floor_p, RECOMBINATION),
     "society-recombination-first-max": _with_data(_recombination_max("pop_1"), RECOMBINATION),
     "society-recombination-last-max": _with_data(_recombination_max("pop_last"), RECOMBINATION),
-    "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION),
-    "society-child-training-ratio": _child_training_ratio, "society-study-grounding-seeds": _study_grounding_seeds}
+    "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION)}

@@ -1,0 +1,195 @@
+"""The skill-combining study's tables, and the README's one society table of every design ever run.
+
+- ``society-designs``: every society design run on the partitioned test-bed, one row each from the folder that
+  ran it on the most seeds (its study named), with the pre-registered outcome of the skill-combining study (the
+  chosen agent's test accuracy, where the folder has a selection pool) and the earlier studies' outcome (the
+  population mean), beside the bare base, the best one-shot model and multitask.
+- ``skills-primary``: the five pre-registered comparisons (:func:`lib.society.skills.primary_table`).
+- ``skills-summary``: every design and baseline of the study: the chosen agent's accuracy overall and per family
+  on the novel region, the skills it holds, and the cost of the run.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from lib.core.stats import bounded_t_ci
+from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, is_baseline, label
+from lib.society.config import arm_seeds
+from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
+from lib.society.figures_skills import studies
+from lib.society.results import base_scores
+from lib.society.skills import arm_summary, best_of, chosen_agents, primary_table, secondary_table
+from lib.society.study import population_scores, verdict
+from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+
+FOLDERS = (CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
+
+
+def skill_rows(scale: str) -> pd.DataFrame | None:
+    """The study's finished runs at ``scale`` (with the society study's where it re-uses them); ``None``: none."""
+    if config_of(CROSSOVER, scale) is None:
+        return None
+    return society_rows(scale, *studies(scale), finished=True, required=False)
+
+
+def _families(scale: str) -> list[str]:
+    return list(config_of(CROSSOVER, scale).families)
+
+
+def _interval(values) -> str:
+    v = pd.Series(values).dropna()
+    if not len(v):
+        return "—"
+    m, lo, hi = bounded_t_ci(v) if len(v) > 1 else (float(v.mean()), np.nan, np.nan)
+    return f"{fmt(m)} [{fmt(lo)}, {fmt(hi)}]" if np.isfinite(lo) else f"{fmt(m)} (one seed)"
+
+
+def skills_primary(scale: str) -> str:
+    """The five comparisons with their verdict, *interim* while one has fewer seeds than pre-registered."""
+    rows = skill_rows(scale)
+    if rows is None:
+        return NO_DATA
+    cfg, fams = config_of(CROSSOVER, scale), _families(scale)
+
+    def word(r) -> str:
+        target = min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
+        w = verdict(num(r["diff"]), num(r.p_holm))
+        return w if w == "—" or r.n >= target else f"{w} (interim: {int(r.n)} of {target} seeds)"
+    lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
+             + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
+             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} |" for k, r in primary_table(rows, fams).iterrows()]
+    return markdown(["#", "comparison", "models compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                     "p", "Holm p", "verdict (Holm p < 0.05)"], lines)
+
+
+def skills_summary(scale: str) -> str:
+    """Every design and baseline of the study beside the bare base: the chosen agent, its skills, the run's cost."""
+    rows = skill_rows(scale)
+    if rows is None:
+        return NO_DATA
+    fams = _families(scale)
+    t = arm_summary(rows, fams)
+    lines = [f"| {'`' + r.arm + '`' if r.arm != BASE_MODEL else r.arm} | {int(r.n)} | "
+             + (f"{fmt(r.test)} [{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(num(r.lo)) else fmt(r.test))
+             + f" | {fmt(r.population)} | " + " | ".join(fmt(r[f]) for f in fams)
+             + f" | {fmt(r.held, 2)} | {r.train_steps:,.0f} | {r.val_evals:,.0f} |" for _, r in t.iterrows()]
+    return markdown(["model", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]", "population mean",
+                     *(f"{f} novel" for f in fams), "skills held (of 3)", "train steps", "val evaluations"], lines)
+
+
+def skills_secondary(scale: str) -> str:
+    """The study's secondary comparisons on the chosen agents, raw p."""
+    rows = skill_rows(scale)
+    if rows is None:
+        return NO_DATA
+    t = secondary_table(rows, _families(scale))
+    lines = [f"| `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {fmt(r.a)} | {fmt(r.b)} | "
+             + (f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} |" if r.n >= 2 else
+                (f"{signed(r['diff'])} (one seed) | — |" if r.n == 1 else "not run yet | — |")) for _, r in t.iterrows()]
+    return markdown(["comparison", "what it isolates", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
+                     "p (uncorrected)"], lines)
+
+
+def _design_lines(scale: str) -> tuple[list[dict], dict]:
+    """One line per society design (the folder that ran it on the most seeds), and the reference models."""
+    fams, seen, lines = _families(scale), {}, []
+    refs = _references(scale, fams)
+    for folder in FOLDERS:
+        rows = society_rows(scale, folder, finished=True, required=False)
+        if rows is None:
+            continue
+        pop = population_scores(rows)
+        ch = chosen_agents(rows, fams) if "select_overall" in set(rows["metric"]) else None
+        for arm in pop:
+            n = int(pop[arm].notna().sum())
+            if is_baseline(arm) or seen.get(arm, 0) >= n:
+                continue
+            seen[arm] = n
+            lines = [x for x in lines if x["arm"] != arm] + [{
+                "arm": arm, "study": folder, "n": n, "population": pop[arm],
+                "chosen": ch[ch.arm == arm]["test_overall"] if ch is not None else pd.Series(dtype=float),
+                "held": ch[ch.arm == arm]["held"].mean() if ch is not None else np.nan}]
+    return lines, refs
+
+
+def _references(scale: str, fams) -> dict:
+    """The bare base, the best one-shot model (chosen on the selection pool) and multitask, from the study's rows
+    (the society study's where the skill-combining study has no finished run yet)."""
+    rows = skill_rows(scale)
+    rows = rows if rows is not None else society_rows(scale, STUDY, finished=True)
+    ch = chosen_agents(rows, fams)
+    one = best_of(ch, ONE_SHOT_MODELS)
+    return {BASE_MODEL: (None, base_scores(rows, ["overall"])["overall"]),
+            "best one-shot model": (one, ch[ch.arm == one].set_index("seed")["test_overall"]),
+            label(MULTITASK): (MULTITASK, ch[ch.arm == MULTITASK].set_index("seed")["test_overall"])}
+
+
+def society_designs(scale: str) -> str:
+    """The README's one society table (see the module's docstring)."""
+    if config_of(CROSSOVER, scale) is None or society_rows(scale, STUDY, finished=True, required=False) is None:
+        return NO_DATA
+    lines, refs = _design_lines(scale)
+    out = []
+    for name, (arm, v) in refs.items():
+        out.append(f"| **{name}**{f' (`{arm}`)' if arm and arm != MULTITASK else ''} | — | {v.notna().sum()} | "
+                   f"{_interval(v)} | — | — |")
+    for x in sorted(lines, key=lambda x: -np.nanmean(x["chosen"]) if len(x["chosen"]) else 1.0):
+        out.append(f"| `{x['arm']}` | `{x['study']}` | {x['n']} | {_interval(x['chosen'])} | "
+                   f"{_interval(x['population'])} | {fmt(x['held'], 2)} |")
+    return markdown(["model", "study", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]",
+                     "population mean: test [95 % CI]", "skills held (of 3)"], out)
+
+
+def _ranked(scale: str) -> tuple[list[dict], dict]:
+    """The designs with a chosen agent, best mean first, and the references (:func:`_design_lines`)."""
+    lines, refs = _design_lines(scale)
+    return sorted([x for x in lines if len(x["chosen"])], key=lambda x: -float(x["chosen"].mean())), refs
+
+
+def society_best_designs(scale: str) -> str:
+    """The three designs whose chosen agent scores highest on test, with their means."""
+    ranked, _ = _ranked(scale)
+    return ", ".join(f"`{x['arm']}` {fmt(x['chosen'].mean())}" for x in ranked[:3]) or "—"
+
+
+def society_reference(name: str) -> Callable[[str], str]:
+    """The mean test accuracy of the reference ``name`` of :func:`_references` (and its arm for a chosen one)."""
+    def value(scale: str) -> str:
+        arm, v = _references(scale, _families(scale))[name]
+        return f"{label(arm) + ' ' if arm and arm != MULTITASK else ''}{fmt(v.mean())}"
+    return value
+
+
+def society_skills_kept(scale: str) -> str:
+    """Per family, the highest mean novel-region accuracy of any design's chosen agent (which design)."""
+    fams, best = _families(scale), {}
+    for folder in FOLDERS:
+        rows = society_rows(scale, folder, finished=True, required=False)
+        if rows is None or "select_overall" not in set(rows["metric"]):
+            continue
+        ch = chosen_agents(rows, fams)
+        ch = ch[~ch["arm"].map(is_baseline)]
+        for f in fams:
+            m = ch.groupby("arm")[f"test_{f}_novel"].mean()
+            if len(m) and (f not in best or m.max() > best[f][1]):
+                best[f] = (str(m.idxmax()), float(m.max()))
+    return ", ".join(f"{f} {fmt(v)} (`{a}`)" for f, (a, v) in best.items()) or "—"
+
+
+def society_held_most(scale: str) -> str:
+    """The most skills (of the families) a design's chosen agent holds on average, and which design."""
+    ranked, _ = _ranked(scale)
+    top = max(ranked, key=lambda x: x["held"], default=None)
+    return "—" if top is None else f"{fmt(top['held'], 2)} (`{top['arm']}`)"
+
+
+TABLES: dict[str, Callable[[str], str]] = {"skills-primary": skills_primary, "skills-summary": skills_summary,
+                                           "skills-secondary": skills_secondary, "society-designs": society_designs}
+VALUES: dict[str, Callable[[str], str]] = {
+    "society-best-designs": society_best_designs, "society-base-chosen": society_reference(BASE_MODEL),
+    "society-best-one-shot": society_reference("best one-shot model"),
+    "society-multitask-chosen": society_reference(label(MULTITASK)), "society-skills-kept": society_skills_kept,
+    "society-held-most": society_held_most}
