@@ -31,7 +31,7 @@ import yaml
 from lib import experiment, pages
 from lib.core.config import thaw
 from lib.core.device import cuda_available
-from lib.core.errors import MissingDataError, cli_main
+from lib.core.errors import MissingDataError, UserError, cli_main
 from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir, rel
 from lib.provenance import write_index
 from lib.tables import registry as tables
@@ -279,12 +279,24 @@ def _reindex(scale: str) -> None:
         write_index(scale)
 
 
+def executed_scale(notebook: Path) -> str | None:
+    """The ``scale`` an executed notebook ran at (papermill's injected parameters; ``None``: not recorded)."""
+    meta = json.loads(Path(notebook).read_text()).get("metadata", {}).get("papermill", {})
+    return (meta.get("parameters") or {}).get("scale")
+
+
 def _html_only(steps: list[Step], scale: str) -> int:
     """``--html-only``: render the executed notebooks in ``build/<scale>/``; a missing one is a user error."""
     missing = [s.notebook for s in steps if not (BUILD / scale / s.notebook).is_file()]
     if missing:
         raise MissingDataError(f"no executed {', '.join(missing)} in {rel(BUILD / scale)}/: run "
                                f"`python -m lib.reproduce --scale {scale}` first (or pick others with --only)")
+    wrong = {s.notebook: executed_scale(BUILD / scale / s.notebook) for s in steps}
+    wrong = {nb: sc for nb, sc in wrong.items() if sc not in (None, scale)}
+    if wrong:
+        nb, sc = next(iter(wrong.items()))
+        raise UserError(f"{rel(BUILD / scale / nb)} was executed at the {sc} scale, not {scale}: its page would carry "
+                        f"the wrong scale; run `python -m lib.reproduce --scale {scale}` first")
     clean = True
     for s in steps:
         page = render_html(BUILD / scale / s.notebook, scale)

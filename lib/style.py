@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from lib.core.stats import MIN_PAIRED_N, SIGN_FLIP_CI, format_p  # noqa: E402
+from lib.core.stats import MIN_PAIRED_N, SIGN_FLIP_CI, WILSON_CI, format_p, wilson_ci  # noqa: E402,F401  (re-exported)
 from lib.core.jsonfile import write_json  # noqa: E402
 from lib.core.rows import sha256_of  # noqa: E402
 from lib.core.figure_index import index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
@@ -155,21 +155,6 @@ def within_bounds(table, lo: float = 0.0, hi: float = 1.0, *, columns=("lo", "hi
         if c in t:
             t[c] = t[c].astype(float).clip(lower=lo, upper=hi)
     return t
-
-
-WILSON_CI = "95 % CI (Wilson)"
-
-
-def wilson_ci(successes: float, n: int, *, z: float = 1.959963984540054) -> tuple[float, float, float]:
-    """A proportion ``successes / n`` and its Wilson score interval (always within [0, 1], not empty at
-    0 or n successes): ``(p, lo, hi)``; NaN with ``n = 0``."""
-    if n <= 0:
-        return float("nan"), float("nan"), float("nan")
-    p = successes / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return float(p), float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
 def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, zorder: float = 3) -> None:

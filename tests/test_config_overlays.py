@@ -101,6 +101,6 @@ def test_the_config_is_frozen_pickles_and_splits_into_shards():
     assert again == cfg and again.hash == cfg.hash
     from lib.society import run as society
     shards = society.shards(cfg)
-    assert [(s.arms, s.seed_list()) for s in shards] == [((a,), [s]) for a, s in cfg.arm_runs()]
+    assert [(s.arms, s.seed_list()) for s in shards] == [((a,), [s]) for a, s in cfg.runs()]  # seed by seed
     assert all(s.hash == cfg.hash for s in shards)  # one data folder
     assert validate_config({**cfg, "n_select": 0}).n_select == 0 and cfg.n_select == 8

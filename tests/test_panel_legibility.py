@@ -307,9 +307,9 @@ def test_committed_pages_carry_alt_texts_and_notebook_03_prints_p_as_text():
 
 def test_the_study_draws_s3h_and_s3i_on_its_designs():
     names = [p.name for p in society_study.PANELS]
-    assert {"S3h_study_skill_retention", "S3i_study_skill_loss"} <= set(names)
+    assert {"S3n_study_skill_retention", "S3o_study_skill_loss"} <= set(names)
     data = society_study.load_data("smoke")
-    for name in ("S3h_study_skill_retention", "S3i_study_skill_loss"):
+    for name in ("S3n_study_skill_retention", "S3o_study_skill_loss"):
         fig = society_study.draw_panel(name, data)
         assert fig is not None, name
         drawn = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}

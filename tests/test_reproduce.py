@@ -96,3 +96,16 @@ def test_html_only_renders_a_page_with_its_figure_and_nothing_to_fetch(tmp_path,
     assert capsys.readouterr().err == ""
     html = (tmp_path / "figures" / "cpu" / "notebooks" / "01_operators.html").read_text()
     assert 'src="data:image/png;base64,' in html and "cdnjs" not in html
+
+
+def test_html_only_refuses_a_notebook_executed_at_another_scale(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "BUILD", tmp_path)
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
+    _executed(tmp_path, {"text/plain": "<Figure>"})
+    nb = nbformat.read(tmp_path / "cpu" / "01_operators.ipynb", as_version=4)
+    nb.metadata["papermill"] = {"parameters": {"scale": "smoke"}}  # a smoke run left under build/cpu/
+    nbformat.write(nb, tmp_path / "cpu" / "01_operators.ipynb")
+    assert reproduce.main(["--scale", "cpu", "--html-only", "--only", "01"]) == 2
+    err = capsys.readouterr().err
+    assert "executed at the smoke scale, not cpu" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "figures" / "cpu" / "notebooks" / "01_operators.html").exists()

@@ -206,6 +206,21 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
+WILSON_CI = "95 % CI (Wilson)"
+
+
+def wilson_ci(successes: float, n: int, *, z: float = 1.959963984540054) -> tuple[float, float, float]:
+    """A proportion ``successes / n`` and its Wilson score interval (always within [0, 1], not empty at
+    0 or n successes): ``(p, lo, hi)``; NaN with ``n = 0``."""
+    if n <= 0:
+        return float("nan"), float("nan"), float("nan")
+    p = successes / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return float(p), float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
 def format_p(p) -> str:
     """A p-value as text: two significant digits, scientific below 0.001 (``3.1e-05``, never
     ``0.0000``); ``"n/a"`` when undefined (NaN)."""

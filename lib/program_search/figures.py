@@ -280,7 +280,8 @@ def budget(costs: pd.DataFrame):
 def _range_note(column: str):
     def caption(data: dict) -> str:
         t = mean_ci_table(data["rows"], ["method", "generation"], column)
-        return f"(a)'s y-axis spans only the means' range, {_span(t)}."
+        return (f"(a)'s means span only {_span(t)}: its y-axis is zoomed to the lines and corrected's band, "
+                f"it does not start at 0.")
     return caption
 
 

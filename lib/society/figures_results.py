@@ -220,18 +220,6 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
 # ----------------------------------------------------------------------------- S3j generalists
 
 
-def _baseline_shares(pts: pd.DataFrame) -> pd.DataFrame:
-    """Each baseline's share of seeds whose one model beats the base (per ``k``, at its generation) with
-    its Wilson 95 % interval: ``arm, k, generation, n, mean, lo, hi``."""
-    b = pts[pts["arm"].map(dg.is_baseline)]
-    out = []
-    for (arm, k, g), part in b.groupby(["arm", "k", "generation"], sort=True):
-        per_seed = part.groupby("seed")["share"].mean()
-        m, lo, hi = wilson_ci(float(per_seed.sum()), int(len(per_seed)))
-        out.append({"arm": arm, "k": k, "generation": g, "n": int(len(per_seed)), "mean": m, "lo": lo, "hi": hi})
-    return pd.DataFrame(out, columns=["arm", "k", "generation", "n", "mean", "lo", "hi"])
-
-
 def draw_generalists(df: pd.DataFrame, families):
     """S3j. Share of the population beating the bare base (strictly) on (a) at least two families
     and (b) at least one, per generation and arm (mean over seeds, band: 95 % CI (t) cut to [0, 1]);
@@ -239,8 +227,8 @@ def draw_generalists(df: pd.DataFrame, families):
     last generation, the share of seeds with its Wilson 95 % interval."""
     use_style()
     pts = sr.generalists(df, families, min_families=(2, 1))
-    summ = within_bounds(dg.ci_over_seeds(pts, ["arm", "k", "generation"], "share"))
-    base = _baseline_shares(pts)
+    shares = sr.generalist_shares(df, families)
+    summ, base = shares[~shares["arm"].map(dg.is_baseline)], shares[shares["arm"].map(dg.is_baseline)]
     arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
     last = int(summ.loc[summ["arm"].isin(arms), "generation"].max())
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 3.6), sharey=True)

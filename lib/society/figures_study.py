@@ -10,7 +10,8 @@ society better, and which mechanism keeps it? Plus the study's grounding knob (S
   same seeds; :func:`lib.society.data.grounding_sweep` names it).
 - ``S3g_study_elitism`` — :func:`lib.society.figures_diagnostics.draw_elitism` on ``full@e1`` /
   ``no_grounding@e1`` and their references.
-- ``S3h_study_skill_retention``, ``S3i_study_skill_loss`` — the society's S3h and S3i
+- ``S3n_study_skill_retention``, ``S3o_study_skill_loss`` — the society's S3h and S3i (letters of their own: one
+  drawing per panel letter)
   (:func:`lib.society.figures_results.draw_skill_retention`, :func:`~lib.society.figures_results.draw_skill_loss`
   at the first bred generation) on the study's designs (:func:`design_rows`: every arm but the knob and
   elitism variants, which have their own panels) and its baselines.
@@ -202,13 +203,13 @@ PANELS = [
           "The study's elitism pair (X@e1 vs X, same seeds): (a) test accuracy per generation; last-generation "
           "paired differences of (b) the population mean and (c) the top-scoring agent; mean, 95 % CI "
           "(sign-flip inversion; none with < 6 seeds), paired sign-flip p."),
-    Panel("S3h_study_skill_retention", _retention,
-          "The society's S3h on the study's designs: accuracy on each family's novel region, population mean (top) "
+    Panel("S3n_study_skill_retention", _retention,
+          "S3h's measure on the study's designs: accuracy on each family's novel region, population mean (top) "
           "and best agent (bottom, an oracle pick) per generation and arm, mean over seeds with its 95 % CI (t, "
           "within [0, 1]); lines: the family's best founder, its specialists' mean and the bare base; the baselines "
           "(one model each) at their labelled positions right of the last generation."),
-    Panel("S3i_study_skill_loss", _skill_loss,
-          "The society's S3i on the study's designs: where novel-region skill is lost, per bred child of the first "
+    Panel("S3o_study_skill_loss", _skill_loss,
+          "S3i's measure on the study's designs: where novel-region skill is lost, per bred child of the first "
           "bred generation (elites excluded): merge − parents' mean, merge − the better parent, child − merge, per "
           "family and pooled, per arm; dots: seeds; mean, 95 % CI (sign-flip inversion; none with < 6 seeds), exact "
           "p. inherit_merge's child is its merge, mutated (no distillation); a family whose children's parents hold "

@@ -19,7 +19,8 @@ from lib.operators.ops import founder_family
 from lib.society.diagnostics import (AGENT, RUN, _founder_family_points, _over_seeds, agents_wide, arms_in, ci_over_seeds,
                           founders_arm, inheritance_fidelity, is_baseline, own_reference, paired_over_seeds, parents_table,
                           population_metric, recombination_gain, selection_differential)
-from lib.core.stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci, paired_differences
+from lib.core.stats import (BOUNDED_T_CI, WILSON_CI, bounded_t_ci, holm, paired_permutation_test, sign_flip_ci,
+                            paired_differences, wilson_ci)
 from lib.society.arms import BEST_MERGE, FIRST_VERDICT, MULTITASK, ONE_SHOT, REFERENCE
 
 REGION = "novel"
@@ -193,6 +194,23 @@ def generalists(rows: pd.DataFrame, families, min_families=(1, 2)) -> pd.DataFra
     pts = pd.concat(out, ignore_index=True)
     pts["share"] = pts["count"] / pts["agents"]
     return pts[RUN + ["k", "count", "agents", "share"]]
+
+
+def generalist_shares(rows: pd.DataFrame, families) -> pd.DataFrame:
+    """S3j's summary, as drawn: per (arm, k, generation) the share of the population above the bare base on ≥ k
+    families, ``n`` seeds, ``mean, lo, hi`` and ``interval``: a society arm's mean over seeds with its
+    95 % CI (t) cut to [0, 1]; a baseline's (one model, 0 or 1 per seed) share of seeds with its Wilson interval."""
+    pts = generalists(rows, families, min_families=(2, 1))
+    base = pts["arm"].map(is_baseline)
+    arms = ci_over_seeds(pts[~base], ["arm", "k", "generation"], "share")
+    arms[["lo", "hi"]] = arms[["lo", "hi"]].astype(float).clip(0.0, 1.0)
+    out = [arms.assign(interval=BOUNDED_T_CI)]
+    for (arm, k, g), part in pts[base].groupby(["arm", "k", "generation"], sort=True):
+        per_seed = part.groupby("seed")["share"].mean()
+        m, lo, hi = wilson_ci(float(per_seed.sum()), int(len(per_seed)))
+        out.append(pd.DataFrame([{"arm": arm, "k": k, "generation": g, "n": int(len(per_seed)), "mean": m, "lo": lo,
+                                  "hi": hi, "interval": WILSON_CI}]))
+    return pd.concat(out, ignore_index=True)[["arm", "k", "generation", "n", "mean", "lo", "hi", "interval"]]
 
 
 # ----------------------------------------------------------------------------- Fig. 3f comparison
