@@ -134,16 +134,24 @@ def palette(names: Iterable[str]) -> dict:
     return {n: colour(n) for n in names}
 
 
-def mean_curve(ax, table, x: str, name: str, *, band: bool = True, band_alpha: float = 0.15, **extra) -> None:
+def mean_curve(ax, table, x: str, name: str, *, band: bool = True, band_alpha: float = 0.15, dodge: float = 0.0,
+               **extra) -> None:
     """One line through ``table["mean"]`` along ``table[x]`` in the look of ``name`` and, with ``band``,
-    its 95 % CI (t) ``lo, hi`` shaded where it exists (n ≥ 2). ``extra`` overrides :func:`line_kw`."""
+    its 95 % CI (t) ``lo, hi`` shaded where it exists (n ≥ 2). ``dodge`` shifts it along x (lines that
+    coincide stay visible side by side: :func:`dodges`). ``extra`` overrides :func:`line_kw`."""
     t = table.sort_values(x)
     kw = line_kw(name, **{"ms": 3.5, "lw": 1.3, **extra})
-    ax.plot(t[x], t["mean"], **kw)
+    ax.plot(t[x] + dodge, t["mean"], **kw)
     if band:
         ok = t[np.isfinite(t["lo"].astype(float)) & np.isfinite(t["hi"].astype(float))]
         if len(ok):
-            ax.fill_between(ok[x], ok["lo"], ok["hi"], color=kw["color"], alpha=band_alpha, lw=0, zorder=1)
+            ax.fill_between(ok[x] + dodge, ok["lo"], ok["hi"], color=kw["color"], alpha=band_alpha, lw=0, zorder=1)
+
+
+def dodges(n: int, step: float = 0.06) -> list[float]:
+    """Offsets along x for ``n`` lines drawn over one integer axis (generations), centred on 0: lines whose values
+    coincide (every arm at 0 on a family) are drawn side by side instead of one under the other."""
+    return [(k - (n - 1) / 2) * step for k in range(n)]
 
 
 def within_bounds(table, lo: float = 0.0, hi: float = 1.0, *, columns=("lo", "hi")):
@@ -249,12 +257,12 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
             if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
                 ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
                             (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
-                            fontsize=5.5 if crowded else 6, rotation=90 if crowded else 0)
+                            fontsize=6.2 if crowded else 6.5, rotation=90 if crowded else 0)
         labels = [_tick(o, refs[o] if own else None) for o in order]
         two_line = any("\n" in lb for lb in labels)  # written flat: rotated, they would collide
         tilt = len(order) > (7 if two_line else 3)
         ax.set_xticks(range(len(order)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center",
-                      fontsize=6 if two_line else 7)
+                      fontsize=6.2 if two_line else 7)
         ax.set_xlim(-0.6, len(order) - 0.4)
     else:
         for lvl in order:
@@ -273,7 +281,7 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
                  pad=(P_LABEL_PAD if crowded else 16) if (annotate and x is None) else 4)
 
 
-P_LABEL_PAD = 48  # points above the axes that a column's rotated "p=…, n=…" takes (5.5 pt text)
+P_LABEL_PAD = 54  # points above the axes that a column's rotated "p=…, n=…" takes (6.2 pt text)
 
 
 def panel_grid(n: int, *, width: float, height: float, pad: float, max_cols: int = 4):

@@ -1,9 +1,11 @@
 """What a reader can check on the saved figures: one drawing per figure name (notebooks show the saved
 panel), labels that do not overwrite each other, intervals inside what is possible, one legend entry
 per line, Fig. 3f split into parts with few categories each, titles that state n and the interval,
-pages whose images carry an alt text, and the society study's S3h / S3i."""
+pages whose images carry an alt text, the society study's S3h / S3i, and for every saved panel: tick labels that
+overwrite each other, an empty canvas share, text below 7 pt as shown, lines hidden under others."""
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -19,6 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
+import legibility  # noqa: E402  (tests/legibility.py: the measures)
+from lib import figures as plots  # noqa: E402
 from lib import pages  # noqa: E402
 from lib.society import results as sr  # noqa: E402
 from lib.core import stats  # noqa: E402
@@ -109,12 +113,13 @@ def test_s3i_draws_the_first_bred_generation_and_its_labels_do_not_overlap(cpu):
     dropped = society_results.skill_free_families(pts, cpu["families"])
     assert "strings" in dropped and "strings not drawn" in fig._suptitle.get_text()  # its parents hold no skill
     titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
-    assert "strings" not in titles and len(fig.axes) == len(sr.STEPS) * (len(cpu["families"]) - len(dropped) + 1)
-    ax = fig.axes[-1]  # child − merge, pooled: the per-seed means of generation 1's children
+    shown = [ax for ax in fig.axes if ax.get_visible()]  # families in blocks of rows: a block's spare axes hidden
+    assert "strings" not in titles and len(shown) == len(sr.STEPS) * (len(cpu["families"]) - len(dropped) + 1)
+    ax = shown[-1]  # child − merge, pooled: the per-seed means of generation 1's children
     per_seed = pts[pts.family == sr.ALL].groupby(["arm", "seed"])[sr.STEPS[2]].mean()
     drawn = np.concatenate([np.asarray(c.get_offsets())[:, 1] for c in ax.collections if len(c.get_offsets())])
     np.testing.assert_allclose(np.sort(drawn), np.sort(per_seed.to_numpy()))
-    for ax in fig.axes:
+    for ax in shown:
         labels = [t for t in ax.texts if t.get_text().startswith("p=")]
         assert labels and all(t.get_rotation() == 90 for t in labels)
         assert not _texts_overlap(fig, labels + [ax.title, ax._left_title]), ax.get_title(loc="left")
@@ -131,18 +136,22 @@ def test_s3i_pools_every_generation_only_when_asked(smoke):
 # ----------------------------------------------------------------------------- 3. Fig. 3a / 3b
 
 
-def test_fig3a_draws_full_on_top_one_dotted_entry_and_the_bare_base(cpu):
+def test_fig3a_draws_full_under_the_arms_no_line_twice_and_the_bare_base(cpu):
     fig = society.draw_panel("fig3a_society_test_accuracy", cpu)
     ax = fig.axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     full = lines["full"]
     others = [lines[a] for a in society.trajectory_arms(cpu["rows"]) if a != "full"]
-    assert full.get_zorder() > max(o.get_zorder() for o in others)
+    # full is thick and drawn first: the arms near it stay visible on top of it
+    assert full.get_zorder() < min(o.get_zorder() for o in others)
     assert full.get_linewidth() > max(o.get_linewidth() for o in others)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert len(labels) == len(set(labels))  # one entry per line
+    # full on the breeding arms' seeds, dotted, unless full@breeding (its rerun) is that very line
     dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
-    assert len(dotted) == 1 and sum(lab.startswith("full, seeds") for lab in labels) == 1
+    assert "full@breeding" in labels and len(dotted) <= 1 and "full@breeding: full rerun" in ax.get_title(loc="left")
+    # (b): the rerun is a reproduction check, said in the title, not a column
+    assert "equals full at the last generation on all 8 of its seeds" in fig.axes[1].get_title(loc="left")
     base = [ln for lab, ln in lines.items() if lab.startswith("bare base")]
     want = sr.base_scores(cpu["rows"], ["overall"])["overall"].mean()
     assert len(base) == 1 and base[0].get_ydata()[0] == pytest.approx(want)
@@ -321,3 +330,54 @@ def test_the_study_draws_s3h_and_s3i_on_its_designs():
     assert len({(lk["color"], lk["marker"]) for lk in looks}) == len(looks)
     assert style.arm_style("full@matched")["ls"] == "-" and style.colour("full@matched@e1") == style.colour(
         "full@matched")
+
+
+# ----------------------------------------------------------------------------- 10. every saved panel reads
+
+
+@functools.lru_cache(maxsize=None)
+def _panel_data(experiment: str, scale: str):
+    try:
+        return plots.module(experiment).load_data(scale)
+    except FileNotFoundError:
+        return None
+
+
+EVERY_PANEL = [(e, p.name) for e in plots.EXPERIMENTS for p in plots.module(e).PANELS]
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("experiment,name", EVERY_PANEL, ids=[n for _, n in EVERY_PANEL])
+def test_every_saved_panel_reads_at_the_size_it_is_shown(experiment, name, scale):
+    """No tick label overwrites another, the canvas right of the plots is at most 15 % empty (a title running past
+    them), no text is below 7 pt as a page shows it, and (cpu data) no labelled line lies hidden under another
+    unless its label says so ("(= corrected)"); smoke data coincide by construction (a 2-generation run keeps no
+    skill anywhere), so hidden lines are checked on the cpu data only."""
+    data = _panel_data(experiment, scale)
+    if data is None:
+        pytest.skip(f"no {experiment} data at {scale} scale")
+    fig = style.draw_panel(plots.module(experiment).PANELS, name, data)
+    if fig is None:
+        pytest.skip(f"{name}: its data are absent at {scale} scale")
+    try:
+        assert not legibility.tick_overlaps(fig), (name, legibility.tick_overlaps(fig)[:3])
+        assert legibility.right_gap(fig) <= 0.15, (name, f"{legibility.right_gap(fig):.0%} of the canvas empty")
+        assert not legibility.small_texts(fig), (name, legibility.small_texts(fig)[:3])
+        if scale == "cpu":
+            hidden = [(a, b) for a, b in legibility.hidden_lines(fig) if "(= " not in a]
+            assert not hidden, (name, hidden[:3])
+    finally:
+        plt.close(fig)
+
+
+def test_the_legibility_measures_catch_what_they_name():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks([0, 1, 2], ["a long label here", "another long one", "and a third"], fontsize=9)
+    ax.plot([0, 1, 2], [0, 0, 0], label="hidden", lw=1)
+    ax.plot([0, 1, 2], [0, 0, 0], label="on top", lw=2)
+    ax.set_title("a title far longer than the plot it belongs to, running past it to the right " * 2, loc="left")
+    ax.text(0, 0.5, "tiny", fontsize=4)
+    assert legibility.tick_overlaps(fig) and legibility.right_gap(fig) > 0.15
+    assert ("tiny", pytest.approx(4 * legibility.shown_scale(fig), abs=0.1)) in legibility.small_texts(fig)
+    assert legibility.hidden_lines(fig) == [("hidden", "on top")]
+    plt.close(fig)

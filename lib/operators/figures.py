@@ -56,13 +56,14 @@ def conformity_vs_fitness(agents: pd.DataFrame):
 
 def distance_matrix(distance: pd.DataFrame, agents: pd.DataFrame, seed: int):
     """Fig. 1b: behavioural distance between the agents of one population, ordered by selection
-    score, the best-scoring agent first (top row, left column); tick labels are agent indices."""
+    score, the best-scoring agent first (top row, left column); tick labels are agent indices (every other
+    agent's, so that they stay legible)."""
     d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance")
     order = agents[agents["seed"] == seed].sort_values(["score", "agent"], ascending=[False, True])["agent"].to_numpy()
     fig, ax = plt.subplots(figsize=(4.0, 3.5))
     sns.heatmap(d.loc[order, order], ax=ax, cmap="viridis", vmin=0, vmax=1, square=True,
-                cbar_kws={"label": "disagreement rate"}, xticklabels=True, yticklabels=True)
-    ax.tick_params(labelsize=5, length=0)
+                cbar_kws={"label": "disagreement rate"}, xticklabels=2, yticklabels=2)
+    ax.tick_params(labelsize=6.2, length=0)
     ax.set_xlabel("agent, by score: best left → worst right", fontsize=8)
     ax.set_ylabel("agent, by score: best top → worst bottom", fontsize=8)
     ax.set_title(f"Behavioural distance, population {seed}", fontsize=9)
@@ -123,10 +124,10 @@ def pairs_panel(pairs: pd.DataFrame, distance: pd.DataFrame, seed: int, agents: 
     d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance").loc[parents, parents]
     fig, ax = plt.subplots(figsize=(3.8, 3.2))
     sns.heatmap(d, ax=ax, cmap="viridis", vmin=0, vmax=1, square=True, annot=True, fmt=".2f",
-                annot_kws={"size": 6}, cbar_kws={"label": "disagreement rate"})
+                annot_kws={"size": 6.2}, cbar_kws={"label": "disagreement rate"})
     for _, r in p.iterrows():
         i, j = parents.index(r["a"]), parents.index(r["b"])
-        ax.text(j + 0.5, i + 0.85, f"#{int(r['rank']) + 1}", ha="center", va="center", color="w", fontsize=6)
+        ax.text(j + 0.5, i + 0.85, f"#{int(r['rank']) + 1}", ha="center", va="center", color="w", fontsize=6.2)
     ax.set(xlabel="parent (selection order)", ylabel="parent (selection order)")
     unpaired = [a for a in parents if a not in paired]
     note = f"; in no pair: {', '.join(map(str, unpaired))}" if unpaired else ""
@@ -167,7 +168,7 @@ def tradeoff(selection: pd.DataFrame):
     for g in groups:
         lams = [l for l, _ in g]
         text = f"λ={lams[0]:g}" if len(lams) == 1 else f"λ={lams[0]:g}–{lams[-1]:g}"
-        ax.annotate(text, g[-1][1], xytext=(5, -1), textcoords="offset points", fontsize=6, va="top", color=colour("qd"))
+        ax.annotate(text, g[-1][1], xytext=(5, -1), textcoords="offset points", fontsize=6.2, va="top", color=colour("qd"))
     t = m[m["method"] == "top_p"].iloc[0]
     ax.plot([t["mean_distance"]], [t["mean_fitness"]], **line_kw("top_p", ls="", ms=6, label="top-P (= QD at λ = 0)"), zorder=3)
     ax.set(xlabel="mean pairwise distance of parents", ylabel="mean fitness of parents", title="Quality-diversity trade-off")

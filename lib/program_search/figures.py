@@ -11,6 +11,8 @@ their lines lie on it, so ``corrected`` is drawn wide underneath and they thin o
 """
 from __future__ import annotations
 
+import textwrap
+
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -146,13 +148,14 @@ def _curves_and_paired(rows: pd.DataFrame, column: str, ylabel: str, short: str,
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.9), gridspec_kw={"width_ratios": [1, 1.1]})
     _lines(a1, t, "generation", methods, band_for=("corrected",))
     a1.set(xlabel="generation", ylabel=ylabel, xticks=sorted(rows.generation.unique()))
-    a1.set_title(f"(a) {what}, mean over {rows.seed.nunique()} seeds;\nband: corrected, {T_CI}; "
-                 f"the means span only {_span(t)}", fontsize=7.5, loc="left", pad=16)
+    a1.set_title(textwrap.fill(f"(a) {what}, mean over {rows.seed.nunique()} seeds; band: corrected, {T_CI}; "
+                               f"the means span only {_span(t)}", 52), fontsize=7.5, loc="left", pad=16)
     last = rows[rows.generation == rows.generation.max()]
     pts, summ = paired_differences(last, group="method", reference="corrected", value=column)
     paired_difference_panel(a2, pts, summ, group="method", order=methods, reference="corrected",
                             ylabel=f"{short}, last generation")
-    a2.set_title("(b) " + a2.get_title(loc="left") + "; > 0: worse than corrected", fontsize=7, loc="left", pad=16)
+    a2.set_title(textwrap.fill("(b) " + a2.get_title(loc="left").replace("\n", "; ") + "; > 0: worse than corrected", 60),
+                 fontsize=7, loc="left", pad=18)
     fig.legend(*a1.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
@@ -195,7 +198,7 @@ def bracket_errors(diags: pd.DataFrame):
     ax.set_yscale("log")
     ax.axhline(1e-9, color="k", lw=.6, ls="--", label="self-check tolerance (1e-9)")
     ax.set_ylabel("|bracket - exact bracket|")
-    ax.legend(fontsize=6, loc="upper left")
+    ax.legend(fontsize=6.2, loc="upper left")
     ax.set_title(f"{len(diags)} probes (test states 1-4)", fontsize=8)
     return fig
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import matplotlib.patheffects as pe
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
@@ -118,22 +119,22 @@ def trajectory_arms(df: pd.DataFrame) -> list[str]:
     return [a for a in arms_in(df) if not is_baseline(a)]
 
 
-REFERENCE_LW = 2.4  # the reference arm's line: drawn last, thicker, with a white halo
+REFERENCE_LW = 2.4  # the reference arm's line: drawn first, thicker, with a white halo
 
 
 def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
     """Mean over seeds per generation, one line per arm in its fixed style (band: 95 % CI (t) cut to
-    [0, 1], every society metric being a rate); the reference ``full`` drawn last, on top, thicker."""
+    [0, 1], every society metric being a rate); the reference ``full`` drawn first, thicker, under the others."""
     t = within_bounds(mean_ci_table(d, ["arm", "generation"]))
-    for a in [a for a in arms if a != REFERENCE] + [a for a in arms if a == REFERENCE]:
+    for a in [a for a in arms if a == REFERENCE] + [a for a in arms if a != REFERENCE]:
         x = t[t["arm"] == a]
         if not len(x):
             continue
-        if a == REFERENCE:
-            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, lw=REFERENCE_LW, ms=5, zorder=6,
+        if a == REFERENCE:  # drawn first and thick: the arms near it stay visible on top of it
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, lw=REFERENCE_LW, ms=5, zorder=2,
                        path_effects=[pe.Stroke(linewidth=REFERENCE_LW + 2, foreground="white"), pe.Normal()])
         else:
-            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, zorder=3)
+            mean_curve(ax, x, "generation", a, band=band, band_alpha=0.12, zorder=4)
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
@@ -229,7 +230,7 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
         if ref is not None:
-            ax.legend(handles=[Line2D([], [], color="0.6", lw=1.6, label=f"{ref}, same seeds")], fontsize=6,
+            ax.legend(handles=[Line2D([], [], color="0.6", lw=1.6, label=f"{ref}, same seeds")], fontsize=6.2,
                       loc="best")
     finish_panel_grid(axes, len(arms))
     for ax in axes[:, 0]:
@@ -263,21 +264,33 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
         fewer.setdefault((ref, frozenset(seeds_of[a])), []).append(a)
     for (ref, seeds), who in fewer.items():  # the reference drawn again, once, on those seeds
         r = d[(d["arm"] == ref) & d["seed"].isin(seeds)].groupby("generation")["value"].mean()
+        mine = d[d["arm"] == BESIDE].groupby("generation")["value"].mean()
+        if BESIDE in who and np.allclose(mine.reindex(r.index).to_numpy(float), r.to_numpy(float), rtol=0, atol=1e-12):
+            continue  # full's own rerun on these seeds (equal to full there): this line already, do not draw it twice
         a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0, ls=":", zorder=2,
                 label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})")
     _base_line(a1, df, metric)
     a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}; no band ((b): the intervals)"
-                 + ("\ndotted: full on the seeds of the arms run on fewer" if fewer else ""),
+                 + ("\ndotted: full on the seeds of the arms run on fewer" if a1.get_lines() and any(
+                     ln.get_linestyle() == ":" for ln in a1.get_lines()) else "")
+                 + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else ""),
                  fontsize=7, loc="left", pad=16)
     h, lab = _in_order(a1, arms)
-    a1.legend(h, lab, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    a1.legend(h, lab, fontsize=6.2, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     last = last_generation_table(df, metric)
     last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
+    # full@breeding is full run again beside the breeding arms: a reproduction check, not a comparison
+    check = pts[pts["arm"] == BESIDE]
+    same = len(check) > 0 and bool((check["diff"] == 0).all())
+    pts, summ = pts[pts["arm"] != BESIDE], summ[summ["arm"] != BESIDE]
     if len(summ):
         paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms_in(last) if a in set(summ["arm"])],
                                 ylabel=f"{ylabel} at the last generation")
-        a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+        note = (f"\n{BESIDE} (full rerun beside the breeding arms) equals full at the last generation on all "
+                f"{len(check)} of its seeds"
+                if same else f"\n{BESIDE} − full: see the society tables" if len(check) else "")
+        a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=7, loc="left", pad=26 if note else 16)
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
@@ -384,7 +397,7 @@ def draw_lineage(df: pd.DataFrame, arm: str | None = None, seed: int | None = No
                label="top-scoring agent,\nlast generation"),
         Line2D([], [], color=st["color"], lw=1.0, alpha=0.45, label="all its ancestors"),
         Line2D([], [], color=st["color"], lw=2.8, label="its best-scoring\nancestor line")]
-    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(handles=handles, fontsize=6.2, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set(xlabel="generation", ylabel="agent index", title=f"{arm}, seed {seed}")
     ax.title.set_fontsize(9)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

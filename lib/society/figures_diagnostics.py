@@ -151,7 +151,8 @@ def draw_selection_differential(df: pd.DataFrame):
                 mean_curve(ax, x, "generation", a, band_alpha=0.15, lw=1.2, ms=3, **extra)
         ax.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
         ax.set_title(f"{a} (n = {int(mine['n'].max()) if len(mine) else 0})", fontsize=8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks(sorted(pts["generation"].unique()))  # the breeding generations (one at smoke scale)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
         ax.tick_params(labelsize=7)
     finish_panel_grid(axes, len(order), "generation")
     for ax in axes[:, 0]:
@@ -215,7 +216,7 @@ def draw_inheritance_fidelity(df: pd.DataFrame):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.8, 3.1), gridspec_kw={"width_ratios": [1.1, 1]})
     _gen_lines(a1, per_gen, order, "child − source (test accuracy)",
                f"(a) per generation; {_n_text(per_gen)}; band: {T_CI}")
-    a1.legend(fontsize=6)
+    a1.legend(fontsize=6.2)
     summ = dg.ci_over_seeds(pts, ["arm"], "diff")
     _arm_points(a2, pts, summ, "diff", order)
     a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
@@ -247,7 +248,7 @@ def draw_elitism(df: pd.DataFrame):
     t = mean_ci_table(d[keep], ["arm", "generation"])
     _gen_lines(a1, t, arms, "test accuracy (population mean)",
                f"(a) per generation; {_n_text(t)}; X on X@e1's seeds\nband: {T_CI}", zero=False)
-    a1.legend(fontsize=6)
+    a1.legend(fontsize=6.2)
     order = [a for a in arms if a in pairs]
     for ax, stat, what in ((a2, "mean", "population mean"), (a3, "top_scored", "top-scoring agent")):
         p, s = pts[pts["statistic"] == stat], summ[summ["statistic"] == stat]

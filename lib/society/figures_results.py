@@ -26,7 +26,8 @@ from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
 from lib.society.arms import BASELINE_PREFIX, label
 from lib import style
 from lib.society import arms
-from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, interval_bar, mean_curve,
+from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, dodges, interval_bar,
+                       mean_curve,
                     paired_difference_panel, use_style, wilson_ci, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
@@ -108,10 +109,10 @@ def draw_skill_retention(df: pd.DataFrame, families):
     for row, (stat, what) in enumerate((("mean", "population mean"), ("best", "best agent (oracle)"))):
         for ax, f in zip(axes[row], fams):
             s = summ[(summ["family"] == f) & (summ["statistic"] == stat)]
-            for a in arms:
+            for a, dx in zip(arms, dodges(len(arms))):
                 x = s[s["arm"] == a]
                 if len(x):
-                    mean_curve(ax, x, "generation", a, band_alpha=0.12, lw=1.2, ms=3)
+                    mean_curve(ax, x, "generation", a, band_alpha=0.12, lw=1.2, ms=3, dodge=dx)
             for ref, (col, ls) in REFERENCE_LOOK.items():
                 r = rsum[(rsum["family"] == f) & (rsum["reference"] == ref)]
                 if len(r):
@@ -188,32 +189,43 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
     dropped = skill_free_families(pts, families)
     cols = [f for f in families if f not in dropped] + [sr.ALL]
     arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
-    fig, axes = plt.subplots(len(sr.STEPS), len(cols), figsize=(0.42 * len(arms) * len(cols) + 1.6,
-                                                                2.55 * len(sr.STEPS) + 1.3),
+    # at most ~20 arm columns side by side (legible at ~1200 px): more families go in blocks of rows below
+    per_row = max(1, min(len(cols), 20 // max(1, len(arms))))
+    blocks = [cols[k:k + per_row] for k in range(0, len(cols), per_row)]
+    n_steps = len(sr.STEPS)
+    fig, axes = plt.subplots(n_steps * len(blocks), per_row, figsize=(0.42 * len(arms) * per_row + 1.6,
+                                                                   (2.55 * n_steps + 0.9) * len(blocks) + 0.6),
                              sharey="row", squeeze=False)
-    for i, step in enumerate(sr.STEPS):
-        for j, f in enumerate(cols):
-            ax = axes[i][j]
-            p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
-            p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
-            s = summ[(summ["family"] == f) & (summ["step"] == step)]
-            paired_difference_panel(ax, p, s, group="arm", order=arms, reference="x", ylabel=step,
-                                    layout=DiffLayout(crowded=True))
-            ax.set_ylabel(f"{step}\n(test accuracy)" if j == 0 else "", fontsize=8)
-            ax.set_title((f if f != sr.ALL else f"{sr.ALL} (their mean)") if i == 0 else "", fontsize=8, loc="left",
-                         pad=P_LABEL_PAD + 4)
-            if i < len(sr.STEPS) - 1:
-                ax.tick_params(labelbottom=False)
-        _around_zero(axes[i][0])  # once the whole row (one shared y-axis) is drawn
+    for b, block in enumerate(blocks):
+        for i, step in enumerate(sr.STEPS):
+            row = axes[b * n_steps + i]
+            for j, f in enumerate(block):
+                ax = row[j]
+                p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
+                p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
+                s = summ[(summ["family"] == f) & (summ["step"] == step)]
+                paired_difference_panel(ax, p, s, group="arm", order=arms, reference="x", ylabel=step,
+                                        layout=DiffLayout(crowded=True))
+                ax.set_ylabel(f"{step}\n(test accuracy)" if j == 0 else "", fontsize=8)
+                ax.set_title((f if f != sr.ALL else f"{sr.ALL} (their mean)") if i == 0 else "", fontsize=8,
+                             loc="left", pad=P_LABEL_PAD + 4)
+                if i < n_steps - 1:
+                    ax.tick_params(labelbottom=False)
+            for ax in row[len(block):]:
+                ax.set_visible(False)
+            _around_zero(row[0])  # once the whole row (one shared y-axis) is drawn
     by_why: dict[str, list[str]] = {}
     for f, why in dropped.items():
         by_why.setdefault(why, []).append(f)
     note = "; ".join(f"{', '.join(fs)} not drawn: {why}" for why, fs in by_why.items())
     note += " (it counts in the pooled column)" if len(dropped) == 1 else " (they count in the pooled column)" if dropped else ""
-    fig.suptitle(f"Where skill on the novel region is lost, per bred child (elites excluded), {which}\n"
-                 f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); above: exact sign-flip p, "
-                 "n seeds" + ("\n" + "\n".join(textwrap.wrap(note, 150)) if note else ""), fontsize=8)
-    fig.tight_layout()
+    chars = int(fig.get_size_inches()[0] * 15)  # the title wrapped to the plots' width
+    fig.suptitle("\n".join(textwrap.wrap(f"Where skill on the novel region is lost, per bred child (elites excluded), "
+                                         f"{which}", chars) + textwrap.wrap(
+        f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); above: exact sign-flip p, n seeds",
+        chars) + (textwrap.wrap(note, chars) if note else [])), fontsize=8)
+    lines = fig._suptitle.get_text().count("\n") + 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.15 * lines) / fig.get_size_inches()[1]))  # room for the title
     return fig
 
 
@@ -234,10 +246,10 @@ def draw_generalists(df: pd.DataFrame, families):
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 3.6), sharey=True)
     for ax, (k, what) in zip(axes, ((2, "(a) ≥ 2 families"), (1, "(b) ≥ 1 family"))):
         s = summ[(summ["k"] == k) & summ["arm"].isin(arms)]
-        for a in arms:
+        for a, dx in zip(arms, dodges(len(arms))):
             x = s[s["arm"] == a]
             if len(x):
-                mean_curve(ax, x, "generation", a, band_alpha=0.12, lw=1.2, ms=3)
+                mean_curve(ax, x, "generation", a, band_alpha=0.12, lw=1.2, ms=3, dodge=dx)
         ticks = _baseline_marks(ax, base[base["k"] == k], last)
         _generation_axis(ax, s["generation"], ticks)
         ax.set_ylim(-0.05, 1.05)
@@ -273,7 +285,7 @@ def _family_differences(ax, pts: pd.DataFrame, summ: pd.DataFrame, order, famili
     ax.set_xticks(range(len(order)), order, rotation=40, ha="right", fontsize=6.5)
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.legend(handles=[Line2D([], [], marker=mk, color="black", mfc="white", ls="", ms=4, label=f)
-                       for f, mk in zip(families, FAMILY_MARKERS)], fontsize=6, ncol=len(families),
+                       for f, mk in zip(families, FAMILY_MARKERS)], fontsize=6.2, ncol=len(families),
               loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
@@ -352,15 +364,24 @@ def _split(summ: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 def _overall_panel(ax, pts, summ, order, what: str) -> None:
+    """Each method of ``order`` minus ``full`` on the same seed, overall: p and n written flat above each column
+    (two short lines), the tick labels broken before a parenthesis and tilted when there are many."""
     over = summ[(summ["metric"] == "overall") & summ["method"].isin(order)]
     paired_difference_panel(ax, pts[pts["metric"] == "overall"], over, group="method", order=order,
                             reference=sr.REFERENCE, ylabel="test accuracy, last generation",
-                            layout=DiffLayout(look={m: _look(m) for m in order}, crowded=len(order) > 6))
-    labels = [t.get_text().split("\n−")[0].replace("\n", "") for t in ax.get_xticklabels()]
-    ax.set_xticks(ax.get_xticks(), labels, rotation=35 if len(order) > 4 else 0,
-                  ha="right" if len(order) > 4 else "center", fontsize=7)
-    ax.set_xlabel(f"{what}, each minus {sr.REFERENCE} (population mean) on the same seed", fontsize=7.5)
+                            layout=DiffLayout(look={m: _look(m) for m in order}, crowded=False))
+    labels = [t.get_text().split("\n−")[0].replace("\n", "").replace(" (", "\n(") for t in ax.get_xticklabels()]
+    tilt = len(order) > 4
+    ax.set_xticks(ax.get_xticks(), labels, rotation=35 if tilt else 0, ha="right" if tilt else "center", fontsize=7)
+    ax.set_xlabel(textwrap.fill(f"{what}, each minus {sr.REFERENCE} (population mean) on the same seed", 70),
+                  fontsize=7.5)
     _around_zero(ax)
+
+
+def _wrapped_title(ax, head: str, width: float) -> None:
+    """``head`` and the panel's own title (its n and interval) as one left title, wrapped to ``width`` characters."""
+    text = head + "; " + ax.get_title(loc="left").replace("\n", "; ")
+    ax.set_title(textwrap.fill(text, int(width)), fontsize=7.5, loc="left", pad=26)  # above the p and n lines
 
 
 def draw_comparison_methods(df: pd.DataFrame, families, walls: pd.DataFrame | None = None):
@@ -373,10 +394,9 @@ def draw_comparison_methods(df: pd.DataFrame, families, walls: pd.DataFrame | No
     use_style()
     pts, summ = sr.comparison(df, list(families), walls)
     order, _ = _split(summ)
-    fig, ax = plt.subplots(figsize=(0.42 * len(order) + 2.0, 4.4))
+    fig, ax = plt.subplots(figsize=(0.62 * len(order) + 1.6, 4.4))
     _overall_panel(ax, pts, summ, order, "arms (population), baselines (one model), founders, base")
-    ax.set_title("The society against the field's merge methods, last generation; "
-                 + ax.get_title(loc="left").replace("\n", "; "), fontsize=7.5, loc="left", pad=P_LABEL_PAD + 4)
+    _wrapped_title(ax, "The society against the field's merge methods, last generation", 12 * len(order))
     fig.tight_layout()
     return fig
 
@@ -390,11 +410,10 @@ def draw_comparison_val_best(df: pd.DataFrame, families, walls: pd.DataFrame | N
     _, order = _split(summ)
     if not order:
         return None
-    fig, ax = plt.subplots(figsize=(0.55 * len(order) + 2.2, 4.0))
+    fig, ax = plt.subplots(figsize=(0.9 * len(order) + 1.6, 4.0))
     _overall_panel(ax, pts, summ, order, "each arm's val-selected agent")
-    ax.set_title("Each arm's val-selected agent (what a user would deploy), last generation;\n"
-                 + ax.get_title(loc="left").replace("\n", "; "), fontsize=7.5, loc="left",
-                 pad=P_LABEL_PAD + 4 if len(order) > 6 else 16)
+    _wrapped_title(ax, "Each arm's val-selected agent (what a user would deploy), last generation",
+                   max(48, 18 * len(order)))
     fig.tight_layout()
     return fig
 
@@ -426,7 +445,7 @@ def draw_comparison_families(df: pd.DataFrame, families, walls: pd.DataFrame | N
             ax.plot([r["mean"]], [i + 0.12], marker=st["marker"], ms=4.5, color=st["color"], mfc=st["mfc"], ls="",
                     zorder=4)
             ax.annotate(f"p={format_p(r['p'])}", (1.01, i), xycoords=("axes fraction", "data"), va="center",
-                        ha="left", fontsize=6)
+                        ha="left", fontsize=6.2)
         ax.axvline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
         ax.set_yticks(y, order, fontsize=7)
         ax.set_ylim(len(order) - 0.5, -0.6)
@@ -458,8 +477,8 @@ def draw_method_costs(df: pd.DataFrame, families, walls: pd.DataFrame | None = N
         _cost_bars(ax, cost, methods, c, labels=k == 0)
         ax.set_title(COST_WHAT[c], fontsize=7.5, loc="left")
     n = cost.reindex(methods).dropna(subset=["n"])
-    fig.suptitle(f"Cost of each method, mean over seeds ({_n_text(n)}); a val-selected agent "
-                 "costs its arm's run; founders and base: where every method starts", fontsize=8)
+    fig.suptitle(f"Cost of each method, mean over seeds ({_n_text(n)}); not drawn: the val-selected agents (each "
+                 "costs its arm's run) and the founders and base (where every method starts)", fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -88,7 +88,7 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     colours = {a: arm_style(a)["color"] for a in arms}
     baselines = [a for a in dict.fromkeys(rows["arm"]) if dg.is_baseline(a)]
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
-    fig, axes = plt.subplots(1, len(families), figsize=(3.6 * len(families) + 1.6, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 3.8), sharey=True)
     axes = np.atleast_1d(axes)
     founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
     for ax, fam in zip(axes, families):
@@ -121,12 +121,16 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
                        s=30, color="grey", zorder=5, label="bare base")
         ax.set_xlabel(f"{fam}: novel-region accuracy (population)")
         ax.set_title(f"{fam}", fontsize=9)
-        ax.set_xlim(-0.03, 1.03)
+        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
+        # the points that a linear axis piles at 0
+        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
+        ax.set_xlim(-0.001, 1.05)
+        ax.set_xticks([0, 0.01, 0.03, 0.1, 0.3, 1.0], ["0", "0.01", "0.03", "0.1", "0.3", "1"])
     axes[0].set_ylabel("test accuracy, all families (population)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6.5, frameon=False)
-    fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds)",
-                 fontsize=8.5)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds); "
+                 "x on a symmetric-log scale, linear below 0.01", fontsize=8.5)
     fig.tight_layout()
     return fig
 
@@ -158,7 +162,7 @@ def draw_g_sweep(sweep: pd.DataFrame):
     run = sorted(set(d["g"]) - {float(a.rsplit("@g", 1)[1]) for a in borrowed if "@g" in a})
     ax.set_title(f"Grounding-knob sweep of the full arm (n = {'–'.join(map(str, n))} seed{'s' if max(n) > 1 else ''})\n"
                  f"g = {', '.join(f'{g:g}' for g in run)}: the sweep's runs; g = "
-                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the main run",
+                 f"{', '.join(sorted({a.rsplit('@g', 1)[1] for a in borrowed if '@g' in a}))}: the study's own full, run at the config's g on the same seeds",
                  fontsize=7.5)
     ax.legend(fontsize=7)
     fig.tight_layout()
