@@ -503,10 +503,12 @@ def _novel(data) -> list[str]:
 
 def _comparison_caption(data) -> str:
     base = [a for a in dg.arms_in(data["rows"]) if dg.is_baseline(a)]
-    return ("The society against the field's merge methods, last generation: every method minus full's "
-            "population mean on the same seed — the main run's arms (population mean; the breeding arms are "
+    return ("The first verdict against the field's merge methods, last generation: every method minus full's "
+            "population mean on the same seed — the first run's arms (population mean; the breeding arms are "
             "compared with the full run beside them, Fig. 3a), "
-            f"the baselines ({', '.join(base) if base else 'none in these data'}), the founders' mean and the bare "
+            f"the baselines ({', '.join(base) if base else 'none in these data'}; the first verdict's, on the seed "
+            "grids: task arithmetic, TIES and DARE-TIES are under-tuned there, the society study's re-run is the "
+            "number to use, docs/results.md), the founders' mean and the bare "
             f"base, overall test accuracy (dots: seeds; mean, {SIGN_FLIP_CI}, none with < 6 seeds; exact sign-flip "
             "p). Each arm's val-selected agent: S3k; per family: S3l; cost: S3m.")
 

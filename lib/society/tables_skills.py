@@ -116,12 +116,13 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
 
 
 def _references(scale: str, fams) -> dict:
-    """The bare base, the best one-shot model (chosen on the selection pool) and multitask, from the study's rows
-    (the society study's where the skill-combining study has no finished run yet)."""
+    """The bare base, the best one-shot model (chosen on the selection pool among those run on :data:`SUMMARY_SEEDS`
+    or more seeds) and multitask, from the study's rows (the society study's where the skill-combining study has no
+    finished run yet)."""
     rows = skill_rows(scale)
     rows = rows if rows is not None else society_rows(scale, STUDY, finished=True)
     ch = chosen_agents(rows, fams)
-    one = best_of(ch, ONE_SHOT_MODELS)
+    one = best_of(ch[ch.groupby("arm")["seed"].transform("nunique") >= SUMMARY_SEEDS], ONE_SHOT_MODELS)
     return {BASE_MODEL: (None, base_scores(rows, ["overall"])["overall"]),
             "best one-shot model": (one, ch[ch.arm == one].set_index("seed")["test_overall"]),
             label(MULTITASK): (MULTITASK, ch[ch.arm == MULTITASK].set_index("seed")["test_overall"])}
@@ -143,10 +144,15 @@ def society_designs(scale: str) -> str:
                      "population mean: test [95 % CI]", "skills held (of 3)"], out)
 
 
+SUMMARY_SEEDS = 8  # the summary's statements name designs run on at least this many seeds (a running study's
+# first seeds do not make a headline)
+
+
 def _ranked(scale: str) -> tuple[list[dict], dict]:
-    """The designs with a chosen agent, best mean first, and the references (:func:`_design_lines`)."""
+    """The designs with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds, best mean first, and the references."""
     lines, refs = _design_lines(scale)
-    return sorted([x for x in lines if len(x["chosen"])], key=lambda x: -float(x["chosen"].mean())), refs
+    return sorted([x for x in lines if x["chosen"].notna().sum() >= SUMMARY_SEEDS],
+                  key=lambda x: -float(x["chosen"].mean())), refs
 
 
 def society_best_designs(scale: str) -> str:
@@ -171,7 +177,7 @@ def society_skills_kept(scale: str) -> str:
         if rows is None or "select_overall" not in set(rows["metric"]):
             continue
         ch = chosen_agents(rows, fams)
-        ch = ch[~ch["arm"].map(is_baseline)]
+        ch = ch[~ch["arm"].map(is_baseline) & (ch.groupby("arm")["seed"].transform("nunique") >= SUMMARY_SEEDS)]
         for f in fams:
             m = ch.groupby("arm")[f"test_{f}_novel"].mean()
             if len(m) and (f not in best or m.max() > best[f][1]):
@@ -193,3 +199,63 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-best-one-shot": society_reference("best one-shot model"),
     "society-multitask-chosen": society_reference(label(MULTITASK)), "society-skills-kept": society_skills_kept,
     "society-held-most": society_held_most}
+
+
+# ----------------------------------------------------------------------------- one number per baseline and per arm
+
+RECONCILED = (MAIN, STUDY)  # the first verdict's baselines, and the society study's that re-ran them
+
+
+def _founders_differ(a: pd.DataFrame, b: pd.DataFrame) -> tuple[int, int]:
+    """Of the seeds both folders ran ``full`` on: how many start from other founders (a generation-0 agent's test
+    accuracy differs), and how many seeds there are."""
+    def gen0(rows):
+        d = rows[(rows["arm"] == "full") & (rows["generation"] == 0) & (rows["agent"] >= 0)
+                 & (rows["metric"] == "test_overall")]
+        return d.groupby("seed")["value"].apply(lambda v: tuple(np.round(v.to_numpy(), 9)))
+    ga, gb = gen0(a), gen0(b)
+    both = sorted(set(ga.index) & set(gb.index))
+    return sum(ga[s] != gb[s] for s in both), len(both)
+
+
+def society_baselines_both(scale: str) -> str:
+    """Each baseline as the first verdict measured it (its grids) and as the society study re-measured it (grids to
+    their natural bounds), on the same seeds, with the study's choice of grid: the study's is the number to use."""
+    first, study = (society_rows(scale, f, finished=True, required=False) for f in RECONCILED)
+    if first is None or study is None:
+        return NO_DATA
+    pa, pb = population_scores(first), population_scores(study)
+    other, n = _founders_differ(first, study)
+    lines = []
+    for arm in [a for a in pa if is_baseline(a) and a in pb]:
+        both = pd.concat([pa[arm], pb[arm]], axis=1).dropna()
+        grids = "seed → wide" if arm in ("baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties") else "—"
+        lines.append(f"| `{arm}` | {len(both)} | {fmt(both.iloc[:, 0].mean())} | {fmt(both.iloc[:, 1].mean())} | "
+                     f"{signed(both.iloc[:, 1].mean() - both.iloc[:, 0].mean())} | {grids} |")
+    lines.append(f"| founders | {n} | — | — | — | {other} of {n} seeds start from other founders |")
+    return markdown(["baseline", "seeds", "first verdict", "society study (the number to use)", "study − first",
+                     "grid"], lines)
+
+
+def society_full_everywhere(scale: str) -> str:
+    """``full`` in every folder that ran it: seeds, its population accuracy at the last generation, what made it
+    (commit, float path, trainer), and against the society study's ``full`` on the seeds both ran."""
+    ref = society_rows(scale, STUDY, finished=True, required=False)
+    if ref is None:
+        return NO_DATA
+    ref_pop = population_scores(ref)["full"]
+    lines = []
+    for folder in (MAIN, RECOMBINATION, STUDY, LEXICASE):
+        rows = society_rows(scale, folder, finished=True, required=False)
+        if rows is None or "full" not in set(rows["arm"]):
+            continue
+        pop = population_scores(rows)["full"].dropna()
+        paths = ", ".join(sorted(set(rows.loc[rows["arm"] == "full", "code_path"])))
+        both = pd.concat([pop, ref_pop], axis=1).dropna()
+        diff = "—" if folder == STUDY else f"{signed((both.iloc[:, 0] - both.iloc[:, 1]).mean())} ({len(both)} seeds)"
+        lines.append(f"| `{folder}` | {len(pop)} | {_interval(pop)} | `{paths}` | {diff} |")
+    return markdown(["folder", "seeds", "`full`: population test [95 % CI (t, within [0, 1])]", "made by",
+                     "− the study's `full`, same seeds"], lines)
+
+
+TABLES.update({"society-baselines-both": society_baselines_both, "society-full-everywhere": society_full_everywhere})

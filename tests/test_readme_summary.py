@@ -1,0 +1,61 @@
+"""The README's summary of the society says in words what its one society table shows: a test reads both."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lib.core.paths import REPO_ROOT
+from lib.society.tables_skills import SUMMARY_SEEDS
+
+README = (REPO_ROOT / "README.md").read_text()
+
+
+def _value(name: str) -> str:
+    return re.search(rf"<!-- value:{name} cpu -->(.*?)<!-- /value -->", README)[1]
+
+
+def _designs() -> dict[str, dict]:
+    """The society table: per model, its seeds and the chosen agent's mean and 95 % interval."""
+    block = re.search(r"<!-- table:society-designs cpu -->\n(.*?)<!-- /table:society-designs -->", README, re.S)[1]
+    out = {}
+    for line in block.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        m = re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", cells[3])
+        if m:
+            name = re.sub(r"[*`]", "", cells[0]).split(" (")[0]
+            out[name] = {"n": int(cells[2]), "mean": float(m[1]), "lo": float(m[2]), "hi": float(m[3])}
+    return out
+
+
+@pytest.fixture(scope="module")
+def table():
+    t = _designs()
+    if not t:
+        pytest.skip("no society table at cpu scale")
+    return t
+
+
+def test_the_summary_names_the_tables_best_designs_with_their_numbers(table):
+    named = re.findall(r"`([^`]+)` ([\d.]+)", _value("society-best-designs"))
+    designs = {k: v for k, v in table.items() if k not in ("bare base", "best one-shot model", "multitask")
+               and v["n"] >= SUMMARY_SEEDS}
+    top = sorted(designs, key=lambda k: -designs[k]["mean"])[:3]
+    assert [a for a, _ in named] == top
+    assert all(float(m) == pytest.approx(table[a]["mean"], abs=5e-4) for a, m in named)
+
+
+def test_the_summary_words_agree_with_the_intervals(table):
+    best = max((v for k, v in table.items() if k not in ("bare base", "best one-shot model", "multitask")
+                and v["n"] >= SUMMARY_SEEDS), key=lambda v: v["mean"])
+    base = float(_value("society-base-chosen"))
+    one_shot = float(_value("society-best-one-shot").split()[-1])
+    multitask = float(_value("society-multitask-chosen"))
+    assert base == pytest.approx(table["bare base"]["mean"], abs=5e-4)
+    assert one_shot == pytest.approx(table["best one-shot model"]["mean"], abs=5e-4)
+    assert multitask == pytest.approx(table["multitask"]["mean"], abs=5e-4)
+    assert "end where the bare base starts" in README and best["lo"] <= base <= best["hi"]
+    assert "reach the best one-shot model" in README and best["lo"] <= one_shot <= best["hi"]
+    assert "stay far below multitask" in README and multitask > best["hi"] + 0.05
+    held = float(_value("society-held-most").split()[0])
+    assert re.search(r"holds at\s+most", README) and held < 1.0  # "at most part of the skills": under one family's worth
