@@ -29,7 +29,7 @@ from lib.core.stats import paired_differences, sign_flip_ci, sign_flip_p, t_ci
 
 RUN = ["arm", "seed", "generation"]
 AGENT = RUN + ["agent"]
-GAP_EACH, GAP_MEAN, SIGNAL_R = 0.10, 0.15, 0.5  # preconditions of issue 10 §1
+GAP_EACH, GAP_MEAN, SIGNAL_R = 0.10, 0.15, 0.5  # the preconditions stated in configs/society/cpu.yaml
 
 
 def _is_true(s: pd.Series) -> pd.Series:
@@ -310,7 +310,7 @@ def selection_signal(rows: pd.DataFrame, *, by_arm: bool = True) -> pd.DataFrame
 
 
 def preconditions(rows: pd.DataFrame, families) -> pd.DataFrame:
-    """The two preconditions of issue 10 §1, measured: each family's specialist gap ≥ 0.10 and their
+    """The two preconditions stated in configs/society/cpu.yaml, measured: each family's specialist gap ≥ 0.10 and their
     mean ≥ 0.15 (:func:`specialist_gaps`, generation 0), and the within-generation val–test r ≥ 0.5
     over the breeding generations (:func:`selection_signal`, mean of the per-seed r); plus, without
     a threshold, the same r among the founders alone and the split-half reliability of val.

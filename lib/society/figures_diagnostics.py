@@ -77,7 +77,7 @@ def draw_founders(df: pd.DataFrame, families):
     """S3c. (a) Generation-0 test accuracy, agent × family (mean over seeds), the bare base on top,
     each founder labelled with its specialism (``families``: the config's, in its order); (b) per
     family, all its specialists minus the other founders on that family (dots: seeds; mean, 95 % CI
-    (t)), with the issue-10 thresholds (0.10 each, 0.15 mean)."""
+    (t)), with the preconditions' thresholds (0.10 each, 0.15 mean; configs/society/cpu.yaml)."""
     use_style()
     fams = list(families)
     mat = dg.founders_matrix(df, fams)

@@ -18,10 +18,9 @@ import pandas as pd
 from lib import style
 from lib.core.stats import BOUNDED_T_CI, bounded_t_ci
 from lib.society import arms
-from lib.society.arms import BASE_MODEL, MULTITASK
+from lib.society.arms import BASE_MODEL, BASELINES, CROSSOVER_PRIMARY, CROSSOVER_SECONDARY, MULTITASK
 from lib.society.data import CROSSOVER, STUDY, config_of, files_of, society_rows
-from lib.society.results import base_scores
-from lib.society.skills import HELD, arm_summary, chosen_agents, primary_table
+from lib.society.skills import HELD, arm_summary, base_scores, chosen_agents, primary_table
 from lib.style import Panel, interval_bar, repo_path, save_panels
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
@@ -37,6 +36,19 @@ def studies(scale: str) -> tuple[str, ...]:
     return (CROSSOVER,) if "verified" in config_of(CROSSOVER, scale).arms else (CROSSOVER, STUDY)
 
 
+def study_arms(scale: str) -> set[str]:
+    """The arms the study reads: its config's, those its comparisons name (``verified``, ``inherit_merge``), and every
+    baseline; the society study's other arms (the knob, elitism, niches) have their own panels."""
+    named = {x for _, a, b in CROSSOVER_PRIMARY for x in (a, b)} | {x for a, b, _ in CROSSOVER_SECONDARY for x in (a, b)}
+    return set(config_of(CROSSOVER, scale).arms) | named | set(BASELINES)
+
+
+def study_rows(scale: str) -> pd.DataFrame | None:
+    """The finished runs of the study's arms (:func:`study_arms`) in its folders (:func:`studies`); ``None``: none."""
+    rows = society_rows(scale, *studies(scale), finished=True, required=False)
+    return None if rows is None else rows[rows["arm"].isin(study_arms(scale))]
+
+
 def load_data(scale: str) -> dict:
     """``{"rows", "families", "files", "progress", "configs"}``: the finished runs of :func:`studies` at ``scale``
     (:func:`lib.society.data.society_rows`), the config's families and what they were read from. Raises
@@ -45,7 +57,8 @@ def load_data(scale: str) -> dict:
         raise FileNotFoundError(f"no configs/{CROSSOVER}/{scale}.yaml: run `python -m lib.experiment "
                                 f"configs/{CROSSOVER}/<scale>.yaml` at a scale that has one")
     folders = studies(scale)
-    rows = society_rows(scale, *folders, finished=True, order="config")
+    rows = society_rows(scale, *folders, finished=True, order="config")  # raises naming the command without rows
+    rows = rows[rows["arm"].isin(study_arms(scale))]
     return {"rows": rows, "families": list(config_of(CROSSOVER, scale).families), **files_of(scale, *folders)}
 
 

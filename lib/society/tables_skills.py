@@ -19,9 +19,8 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, is_baseline, label
 from lib.society.config import arm_seeds
 from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
-from lib.society.figures_skills import studies
-from lib.society.results import base_scores
-from lib.society.skills import arm_summary, best_of, chosen_agents, primary_table, secondary_table
+from lib.society.figures_skills import study_rows
+from lib.society.skills import arm_summary, base_scores, best_of, chosen_agents, primary_table, secondary_table
 from lib.society.study import population_scores, verdict
 from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
@@ -30,9 +29,7 @@ FOLDERS = (CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is
 
 def skill_rows(scale: str) -> pd.DataFrame | None:
     """The study's finished runs at ``scale`` (with the society study's where it re-uses them); ``None``: none."""
-    if config_of(CROSSOVER, scale) is None:
-        return None
-    return society_rows(scale, *studies(scale), finished=True, required=False)
+    return None if config_of(CROSSOVER, scale) is None else study_rows(scale)
 
 
 def _families(scale: str) -> list[str]:
