@@ -467,6 +467,14 @@ def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
     return saved
 
 
+def save_rows_panels(panels: Iterable[Panel], data: dict, *, scale: str, notebook: str) -> list[str]:
+    """:func:`save_panels` for panels drawn from one ``"rows"`` source: ``data``'s ``files`` and ``progress`` (the
+    shards read) and ``configs`` (their configs), as :func:`lib.society.data.files_of` lists them."""
+    files = [repo_path(f) for f in data["files"] + data["progress"]]
+    return save_panels(panels, data, scale=scale, sources={"rows": (files, [repo_path(c) for c in data["configs"]])},
+                       notebook=notebook)
+
+
 def publish(fig, name: str, **kwargs) -> None:
     """:func:`save_figure`, then show the figure once in a notebook and close it (no stray repr)."""
     save_figure(fig, name, **kwargs)

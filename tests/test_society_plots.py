@@ -95,10 +95,13 @@ def test_paired_panel_draws_each_seeds_difference_from_its_reference(smoke):
         _check_curves(fig.axes[0], df, metric)
         last = _last_generation(df, metric)
         arms = plots.trajectory_arms(df)
+        # full@breeding, full run again beside the breeding arms, is a reproduction check said in (b)'s title,
+        # not a column
         want = sorted(last[(a, sd)] - last[(plots.arm_reference(a, arms), sd)]
-                      for a in arms if plots.arm_reference(a, arms) for sd in (0, 1))
+                      for a in arms if plots.arm_reference(a, arms) and a != plots.BESIDE for sd in (0, 1))
         dots = np.sort(figcheck.points(fig.axes[1])[:, 1])
-        assert len(want) == 2 * (len(arms) - 1) == len(dots), metric
+        assert len(want) == 2 * (len(arms) - 1 - (plots.BESIDE in arms)) == len(dots), metric
+        assert plots.BESIDE not in arms or plots.BESIDE in fig.axes[1].get_title(loc="left")
         np.testing.assert_allclose(dots, want, atol=1e-12, err_msg=metric)
         plt.close(fig)
     last = plots.last_generation_table(smoke["rows"])
@@ -139,7 +142,8 @@ def test_g_sweep_plots_each_seed_and_the_mean_per_knob_value():
     mean = last.groupby("g")["value"].mean()
     knob = sorted(float(a.rpartition("@g")[2]) for a in set(study["rows"]["arm"]) if a.startswith("full@g"))
     assert knob and list(mean.index) == sorted(knob + [0.5])  # 0.5 is the study's full arm on the knob's seeds
-    assert f"g = {', '.join(f'{g:g}' for g in knob)}: the sweep's runs; g = 0.5: the main run" in ax.get_title()
+    assert (f"g = {', '.join(f'{g:g}' for g in knob)}: the sweep's runs; g = 0.5: the study's own full, run at the "
+            "config's g on the same seeds") in ax.get_title()
     means = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(mean) and np.allclose(ln.get_xdata(), mean.index)]
     assert any(np.allclose(ln.get_ydata(), mean.to_numpy()) for ln in means), "no line through the means"
     dots = figcheck.points(ax)

@@ -78,12 +78,12 @@ def selection_vs_lambda(selection: pd.DataFrame, metric: str, ylabel: str):
     populations with a 95 % CI (t) band; (b) QD − top-P on the same population (dots), the mean
     difference and its 95 % CI (sign-flip inversion, band). At λ = 0 the two rules pick the same set."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.0, 3.0))
-    table = stats.mean_ci_table(selection, ["method", "lam"], value=metric)
+    table = stats.mean_ci_table(selection, ["method", "lam"], value=metric, bounds=(0.0, 1.0))  # scores, distances
     for method in ("top_p", "qd"):
         mean_curve(a1, table[table["method"] == method], "lam", method, band_alpha=0.2, label=METHOD_LABEL[method])
     n = int(selection.groupby(["method", "lam"])["seed"].nunique().min())
     a1.set(xlabel="λ (similarity penalty of QD)", ylabel=ylabel)
-    a1.set_title(f"(a) mean over populations (n = {n})" + (f", {stats.T_CI}" if n >= stats.MIN_T_N else ""),
+    a1.set_title(f"(a) mean over populations (n = {n})" + (f", {stats.BOUNDED_T_CI}" if n >= stats.MIN_T_N else ""),
                  fontsize=8, loc="left")
     a1.legend()
     pts, summ = stats.paired_differences(selection, group="method", reference="top_p", value=metric, by=["lam"])
@@ -195,11 +195,11 @@ PANELS = [
     Panel("fig1c_selection_score",
           lambda d: selection_vs_lambda(d["selection"], "mean_score", "mean score of parents"),
           f"Mean selection score of the parents as λ varies: (a) QD and top-P, mean over populations and "
-          f"{stats.T_CI}; {_PAIRED}"),
+          f"{stats.BOUNDED_T_CI}; {_PAIRED}"),
     Panel("fig1d_selection_diversity",
           lambda d: selection_vs_lambda(d["selection"], "mean_distance", "mean pairwise distance of parents"),
           f"Mean pairwise behavioural distance of the parents as λ varies: (a) QD and top-P, mean over "
-          f"populations and {stats.T_CI}; {_PAIRED}"),
+          f"populations and {stats.BOUNDED_T_CI}; {_PAIRED}"),
     Panel("fig1e_complementary_pairs", _pairs,
           "All QD parents of the first population (at the config's λ) with their pairwise distances; the "
           "complementary pairs numbered, most distant first"),
@@ -240,9 +240,9 @@ def stats_table(scale: str) -> pd.DataFrame:
         for r in summ.itertuples():
             part = sel[sel["lam"] == r.lam]
             qd = part.loc[part["method"] == "qd", metric]
-            m, lo, hi = stats.t_ci(qd)
+            m, lo, hi = stats.bounded_t_ci(qd)  # a score or a distance: in [0, 1]
             rows.append({"figure": fig, "lam": r.lam, "metric": metric, "n": int(r.n),
-                         "qd_mean": m, f"qd {stats.T_CI}": stats.format_ci(lo, hi, int(qd.notna().sum())),
+                         "qd_mean": m, f"qd {stats.BOUNDED_T_CI}": stats.format_ci(lo, hi, int(qd.notna().sum())),
                          "top_p_mean": float(part.loc[part["method"] == "top_p", metric].mean()),
                          "effect (qd - top_p)": r.mean,
                          f"effect {stats.SIGN_FLIP_CI}": stats.format_ci(r.lo, r.hi, int(r.n)),
@@ -252,9 +252,9 @@ def stats_table(scale: str) -> pd.DataFrame:
                       for w, c in (("consensus", "consensus"), ("agents", "fitness"))])
     _, s1 = stats.paired_differences(long, group="who", reference="agents")
     r = s1.iloc[0]
-    m, lo, hi = stats.t_ci(per["consensus"])
+    m, lo, hi = stats.bounded_t_ci(per["consensus"])  # an accuracy
     rows.append({"figure": "S1a", "lam": np.nan, "metric": "consensus_acc - mean fitness", "n": int(r.n),
-                 "qd_mean": m, f"qd {stats.T_CI}": stats.format_ci(lo, hi, len(per)),
+                 "qd_mean": m, f"qd {stats.BOUNDED_T_CI}": stats.format_ci(lo, hi, len(per)),
                  "top_p_mean": float(per["fitness"].mean()), "effect (qd - top_p)": r["mean"],
                  f"effect {stats.SIGN_FLIP_CI}": stats.format_ci(r.lo, r.hi, int(r.n)),
                  "p": stats.format_p(r.p), "test": r.test})

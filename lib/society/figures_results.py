@@ -27,8 +27,7 @@ from lib.society.arms import BASELINE_PREFIX, label
 from lib import style
 from lib.society import arms
 from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, dodges, interval_bar,
-                       mean_curve,
-                    paired_difference_panel, use_style, wilson_ci, within_bounds)
+                       mean_curve, paired_difference_panel, use_style, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 

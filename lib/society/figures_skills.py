@@ -21,7 +21,7 @@ from lib.society import arms
 from lib.society.arms import BASE_MODEL, BASELINES, CROSSOVER_PRIMARY, CROSSOVER_SECONDARY, MULTITASK
 from lib.society.data import CROSSOVER, STUDY, config_of, files_of, society_rows
 from lib.society.skills import HELD, arm_summary, base_scores, chosen_agents, primary_table
-from lib.style import Panel, interval_bar, repo_path, save_panels
+from lib.style import Panel, save_rows_panels
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 style.register_looks({BASE_MODEL: (style.REFERENCE_GREY, "o")})
@@ -127,10 +127,7 @@ def draw_panel(name: str, data: dict):
 
 def draw_all(scale: str) -> list[str]:
     """Draw and save every panel of :data:`PANELS` from the study's folders at ``scale``."""
-    data = load_data(scale)
-    files = [repo_path(f) for f in data["files"] + data["progress"]]
-    return save_panels(PANELS, data, scale=scale, sources={"rows": (files, [repo_path(c) for c in data["configs"]])},
-                       notebook=NOTEBOOK)
+    return save_rows_panels(PANELS, load_data(scale), scale=scale, notebook=NOTEBOOK)
 
 
 def stats_table(scale: str) -> pd.DataFrame:

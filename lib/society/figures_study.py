@@ -35,7 +35,7 @@ from lib.society.study import primary_table
 from lib.core.stats import BOUNDED_T_CI, mean_ci_table
 from lib import style
 from lib.society import arms
-from lib.style import Panel, arm_style, interval_bar, repo_path, save_panels, use_style
+from lib.style import Panel, arm_style, interval_bar, save_rows_panels, use_style
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
@@ -229,10 +229,7 @@ def draw_panel(name: str, data: dict):
 
 def draw_all(scale: str) -> list[str]:
     """Draw and save every panel of :data:`PANELS` from ``data/<scale>/society_study/``."""
-    data = load_data(scale)
-    files = [repo_path(f) for f in data["files"] + data["progress"]]
-    return save_panels(PANELS, data, scale=scale, sources={"rows": (files, [repo_path(c) for c in data["configs"]])},
-                       notebook=NOTEBOOK)
+    return save_rows_panels(PANELS, load_data(scale), scale=scale, notebook=NOTEBOOK)
 
 
 def stats_table(scale: str) -> pd.DataFrame:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lib.core.stats import bounded_t_ci, holm
+from lib.core.stats import bounded_t_ci
 from lib.society.arms import (BASE_MODEL, BEST_NEW, BEST_ONE_SHOT, CROSSOVER_CANDIDATES, CROSSOVER_PRIMARY,
                               CROSSOVER_SECONDARY, ONE_SHOT_MODELS, is_baseline, order)
 from lib.society.diagnostics import agents_wide
 from lib.society.results import last_generation
-from lib.society.study import NO_ARM, paired
+from lib.society.study import NO_ARM, founders_of, paired, seeds_on_other_founders, with_holm
 
 HELD = 0.5  # novel-region test accuracy at which a family's skill counts as held by one agent
 
@@ -72,23 +72,20 @@ def _series(name: str, out: pd.DataFrame, base: pd.Series) -> pd.Series:
 
 def primary_table(rows: pd.DataFrame, families) -> pd.DataFrame:
     """The five pre-registered comparisons: ``comparison, arm_a, arm_b`` (the chosen names resolved), ``n, a_acc,
-    b_acc, diff, lo, hi, p, p_holm``. A comparison without rows yet has ``n = 0`` and NaNs; Holm runs over those
+    b_acc, diff, lo, hi, p, p_holm`` and ``other_founders`` (seeds whose two society arms start from other founders:
+    another float path; a baseline or the bare base has none to compare). A comparison without rows yet has ``n = 0`` and NaNs; Holm runs over those
     with a p."""
     ch = chosen_agents(rows, families)
-    out, base = outcome(ch), base_scores(rows, ["overall"])["overall"]
+    out, base, founders = outcome(ch), base_scores(rows, ["overall"])["overall"], founders_of(rows)
     names = {BEST_NEW: best_of(ch, CROSSOVER_CANDIDATES), BEST_ONE_SHOT: best_of(ch, ONE_SHOT_MODELS)}
     lines = []
     for label, a, b in CROSSOVER_PRIMARY:
         a, b = names.get(a, a), names.get(b, b)
         r = paired(_series(a, out, base), _series(b, out, base)) if a and b else paired(NO_ARM, NO_ARM)
         lines.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
-                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
-    t = pd.DataFrame(lines)
-    t["p_holm"] = np.nan
-    have = t["p"].notna()
-    if have.any():
-        t.loc[have, "p_holm"] = holm(t.loc[have, "p"].to_numpy())
-    return t
+                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
+                      "other_founders": seeds_on_other_founders(founders, a, b, r["seeds"])})
+    return with_holm(pd.DataFrame(lines))
 
 
 def secondary_table(rows: pd.DataFrame, families) -> pd.DataFrame:

@@ -109,8 +109,13 @@ def primary_table(rows: pd.DataFrame) -> pd.DataFrame:
         out.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                     "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"],
                     "other_founders": seeds_on_other_founders(founders, a, b, r["seeds"])})
-    t = pd.DataFrame(out)
-    t["p_holm"] = np.nan
+    return with_holm(pd.DataFrame(out))
+
+
+def with_holm(t: pd.DataFrame) -> pd.DataFrame:
+    """``t`` (one primary comparison a row, column ``p``) with ``p_holm``: Holm's adjustment over the rows that
+    have a p (NaN for a comparison without one yet)."""
+    t = t.assign(p_holm=np.nan)
     have = t["p"].notna()
     if have.any():
         t.loc[have, "p_holm"] = holm(t.loc[have, "p"].to_numpy())

@@ -209,15 +209,20 @@ def study_verdicts(scale: str) -> str:
     return "; ".join(parts) + f" (Holm p < 0.05, on {seeds} seeds)"
 
 
+def _grounding_pair(scale: str) -> tuple[pd.Series, pd.Series] | None:
+    """Primary comparison 6's two arms, ``full`` and ``no_grounding``, per seed (``None`` without both)."""
+    rows = study_rows(scale)
+    pop = None if rows is None else population_scores(rows)
+    return None if pop is None or REFERENCE not in pop or NO_GROUNDING not in pop else (pop[REFERENCE],
+                                                                                        pop[NO_GROUNDING])
+
+
 def study_grounding_one_seed(scale: str) -> str:
     """Primary comparison 6 (``full`` − ``no_grounding``) again without its most extreme seed."""
-    rows = study_rows(scale)
-    if rows is None:
+    pair = _grounding_pair(scale)
+    if pair is None:
         return "no data yet"
-    pop = population_scores(rows)
-    if REFERENCE not in pop or NO_GROUNDING not in pop:
-        return "no data yet"
-    r = without_most_extreme(pop[REFERENCE], pop[NO_GROUNDING])
+    r = without_most_extreme(*pair)
     if r["seed"] is None:
         return "fewer than 3 seeds"
     return (f"without seed {r['seed']} (its difference {signed(r['its_diff'])}, the largest), "
@@ -226,13 +231,10 @@ def study_grounding_one_seed(scale: str) -> str:
 
 def study_grounding_margin(scale: str) -> str:
     """Primary comparison 6 (``full`` − ``no_grounding``), and again without its most extreme seed."""
-    rows = study_rows(scale)
-    if rows is None:
+    pair = _grounding_pair(scale)
+    if pair is None:
         return "no data yet"
-    pop = population_scores(rows)
-    if REFERENCE not in pop or NO_GROUNDING not in pop:
-        return "no data yet"
-    r, w = paired(pop[REFERENCE], pop[NO_GROUNDING]), without_most_extreme(pop[REFERENCE], pop[NO_GROUNDING])
+    r, w = paired(*pair), without_most_extreme(*pair)
     text = f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds"
     return text if w["seed"] is None else (f"{text}; without seed {w['seed']}, the largest difference, "
                                            f"{signed(w['diff'])}, p = {p_text(w['p'])}")

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from lib.core.stats import bounded_t_ci
-from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, is_baseline, label
+from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label
+from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
 from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
 from lib.society.figures_skills import study_rows
@@ -53,13 +54,15 @@ def skills_primary(scale: str) -> str:
 
     def word(r) -> str:
         target = min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
-        w = verdict(num(r["diff"]), num(r.p_holm))
-        return w if w == "—" or r.n >= target else f"{w} (interim: {int(r.n)} of {target} seeds)"
+        if r.n < target:  # no verdict before the pre-registered seeds are in
+            return f"none yet (interim: {int(r.n)} of {target} seeds)"
+        return verdict(num(r["diff"]), num(r.p_holm))
     lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
              + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
-             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} |" for k, r in primary_table(rows, fams).iterrows()]
+             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} | {int(r.other_founders)} |"
+             for k, r in primary_table(rows, fams).iterrows()]
     return markdown(["#", "comparison", "models compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
-                     "p", "Holm p", "verdict (Holm p < 0.05)"], lines)
+                     "p", "Holm p", "verdict (Holm p < 0.05)", "seeds on other founders"], lines)
 
 
 def skills_summary(scale: str) -> str:
@@ -207,7 +210,7 @@ def _founders_differ(a: pd.DataFrame, b: pd.DataFrame) -> tuple[int, int]:
     """Of the seeds both folders ran ``full`` on: how many start from other founders (a generation-0 agent's test
     accuracy differs), and how many seeds there are."""
     def gen0(rows):
-        d = rows[(rows["arm"] == "full") & (rows["generation"] == 0) & (rows["agent"] >= 0)
+        d = rows[(rows["arm"] == REFERENCE) & (rows["generation"] == 0) & (rows["agent"] >= 0)
                  & (rows["metric"] == "test_overall")]
         return d.groupby("seed")["value"].apply(lambda v: tuple(np.round(v.to_numpy(), 9)))
     ga, gb = gen0(a), gen0(b)
@@ -226,7 +229,7 @@ def society_baselines_both(scale: str) -> str:
     lines = []
     for arm in [a for a in pa if is_baseline(a) and a in pb]:
         both = pd.concat([pa[arm], pb[arm]], axis=1).dropna()
-        grids = "seed → wide" if arm in ("baseline_task_arithmetic", "baseline_ties", "baseline_dare_ties") else "—"
+        grids = "seed → wide" if arm in grid_of("wide") else "—"
         lines.append(f"| `{arm}` | {len(both)} | {fmt(both.iloc[:, 0].mean())} | {fmt(both.iloc[:, 1].mean())} | "
                      f"{signed(both.iloc[:, 1].mean() - both.iloc[:, 0].mean())} | {grids} |")
     lines.append(f"| founders | {n} | — | — | — | {other} of {n} seeds start from other founders |")
@@ -240,14 +243,14 @@ def society_full_everywhere(scale: str) -> str:
     ref = society_rows(scale, STUDY, finished=True, required=False)
     if ref is None:
         return NO_DATA
-    ref_pop = population_scores(ref)["full"]
+    ref_pop = population_scores(ref)[REFERENCE]
     lines = []
     for folder in (MAIN, RECOMBINATION, STUDY, LEXICASE):
         rows = society_rows(scale, folder, finished=True, required=False)
-        if rows is None or "full" not in set(rows["arm"]):
+        if rows is None or REFERENCE not in set(rows["arm"]):
             continue
-        pop = population_scores(rows)["full"].dropna()
-        paths = ", ".join(sorted(set(rows.loc[rows["arm"] == "full", "code_path"])))
+        pop = population_scores(rows)[REFERENCE].dropna()
+        paths = ", ".join(sorted(set(rows.loc[rows["arm"] == REFERENCE, "code_path"])))
         both = pd.concat([pop, ref_pop], axis=1).dropna()
         diff = "—" if folder == STUDY else f"{signed((both.iloc[:, 0] - both.iloc[:, 1]).mean())} ({len(both)} seeds)"
         lines.append(f"| `{folder}` | {len(pop)} | {_interval(pop)} | `{paths}` | {diff} |")
