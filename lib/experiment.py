@@ -33,7 +33,7 @@ from types import ModuleType
 
 from lib.core.config import ConfigError, load_layers
 from lib.core.errors import DataMismatchError, cli_main
-from lib.core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, read_manifest
+from lib.core.manifest import ALLOW_DIRTY_ENV, check_clean_tree, pinned_code_state, read_manifest
 from lib.core.paths import data_dir
 from lib.engines.models import check_base_available
 
@@ -128,7 +128,8 @@ def _main(argv: list[str] | None = None) -> int:
     apply_allow_dirty(args)
     cfg = load(args.config)
     preflight(cfg)
-    out = runner(cfg["kind"]).run_experiment(cfg)
+    with pinned_code_state():  # the manifests record the code this run imported, whatever the tree does meanwhile
+        out = runner(cfg["kind"]).run_experiment(cfg)
     n = sum(map(len, out.values())) if isinstance(out, dict) else len(out)
     print(f"{cfg['experiment']} ({cfg['scale']}): {n} rows")
     return 0

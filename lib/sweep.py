@@ -68,7 +68,7 @@ from lib.core.errors import MissingDependencyError, UserError, cli_main
 from lib.core.device import device_name, float_path
 from lib.core.jsonfile import write_json
 from lib.core.locks import folder_lock
-from lib.core.manifest import ALLOW_DIRTY_ENV, MANIFEST, git_state, now, read_manifest
+from lib.core.manifest import ALLOW_DIRTY_ENV, CODE_STATE_ENV, MANIFEST, git_state, now, pinned_code_state, read_manifest
 from lib.core.paths import data_dir, data_root, recorded_root, runs_dir, runs_root
 from lib.core.rows import last_done, read_rows, shard_path
 
@@ -484,7 +484,7 @@ def run_sweep(cfg: dict, *, resources: Resources = Resources(), serial: bool = F
     fault = parse_fault(fault) if isinstance(fault, str) or fault is None else fault
     fault = fault or parse_fault(os.environ.get("GE_FAULT"))
     folder = data_dir(cfg["scale"], cfg["experiment"])
-    env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR", ALLOW_DIRTY_ENV) if os.environ.get(k)}
+    env = {k: os.environ[k] for k in ("GE_DATA_DIR", "GE_RUNS_DIR", ALLOW_DIRTY_ENV, CODE_STATE_ENV) if os.environ.get(k)}
     parts = _select_shards(mod.shards(cfg), cfg["experiment"], arms, seeds)
     _experiment.preflight(cfg, will_write=not all(shard_done(p) for p in parts))  # base, folder, clean tree
     runs, todo = _skip_done(parts, progress)
@@ -612,8 +612,9 @@ def _main(argv: list[str] | None = None) -> int:
         _import_ray()
     resources = Resources(address=args.ray_address, num_cpus=args.num_cpus, cpus_per_run=args.cpus_per_run,
                           gpus_per_run=args.gpus_per_run, max_retries=args.max_retries)
-    res = run_sweep(cfg, resources=resources, serial=args.serial, fault=args.fault, progress=not args.quiet,
-                    arms=args.arms.split(",") if args.arms else None, seeds=parse_seeds(args.seeds))
+    with pinned_code_state():  # the manifests record the code the sweep imported, not the tree when rows land
+        res = run_sweep(cfg, resources=resources, serial=args.serial, fault=args.fault, progress=not args.quiet,
+                        arms=args.arms.split(",") if args.arms else None, seeds=parse_seeds(args.seeds))
     return res.exit_code
 
 

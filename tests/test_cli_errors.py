@@ -169,3 +169,12 @@ def test_smoke_data_and_reused_data_need_no_clean_tree(scratch_repo, tmp_path, m
     experiment.preflight(cpu, will_write=False)                             # complete data is only read
     with pytest.raises(errors.DirtyTreeError):
         experiment.preflight(cpu, will_write=True)
+
+
+def test_a_run_records_the_code_it_imported_not_the_tree_when_its_rows_land(scratch_repo):
+    with manifest.pinned_code_state() as pinned:
+        assert pinned == manifest.git_state() and pinned["dirty"] is False
+        (scratch_repo / "lib" / "a.py").write_text("x = 2\n")  # the tree edited while the run goes on
+        assert manifest.git_state()["dirty"] is True
+        assert manifest.code_state() == pinned  # what a manifest written now records
+    assert manifest.code_state()["dirty"] is True  # outside a run: the tree as it is

@@ -15,9 +15,11 @@ says ``--allow-dirty`` (environment ``GE_ALLOW_DIRTY=1``); the manifest then rec
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import subprocess
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
@@ -65,6 +67,31 @@ def git_state() -> dict:
     return out
 
 
+CODE_STATE_ENV = "GE_CODE_STATE"  # the git state a long run's code was imported at (JSON), for its manifests
+
+
+def code_state() -> dict:
+    """The git state of the code this process runs: the one pinned when its run started
+    (:func:`pinned_code_state`, also handed to a sweep's workers), else the tree's now (:func:`git_state`)."""
+    pinned = os.environ.get(CODE_STATE_ENV)
+    return json.loads(pinned) if pinned else git_state()
+
+
+@contextmanager
+def pinned_code_state():
+    """Within: manifests record the git state taken on entry — the code the run imported — not the tree's state
+    when its rows are written (a run of hours may see the tree edited and committed meanwhile). Nested runs keep
+    the outermost pin."""
+    outer = os.environ.get(CODE_STATE_ENV)
+    if outer is None:
+        os.environ[CODE_STATE_ENV] = json.dumps(git_state())
+    try:
+        yield json.loads(os.environ[CODE_STATE_ENV])
+    finally:
+        if outer is None:
+            os.environ.pop(CODE_STATE_ENV, None)
+
+
 def allow_dirty() -> bool:
     """True when the user allowed writing data from a dirty tree (``--allow-dirty`` / ``GE_ALLOW_DIRTY=1``)."""
     return os.environ.get(ALLOW_DIRTY_ENV, "").strip().lower() in ("1", "true", "yes")
@@ -87,7 +114,7 @@ def check_clean_tree(scale: str | None, folder: str | Path | None = None) -> Non
     folder under the data root) from a tree with uncommitted changes, unless :func:`allow_dirty`."""
     if not _guarded(folder, scale) or allow_dirty():
         return
-    changed = changed_files()
+    changed = code_state().get("changed_files", [])  # a long run: the tree its code was imported from
     if changed:
         shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
         raise DirtyTreeError(
@@ -124,7 +151,7 @@ def build_manifest(cfg: Mapping[str, Any], *, started: str, wall_s: float | None
         "status": status,
         "config": dict(cfg),
         "config_hash": config_hash(cfg),
-        "git": git_state(),
+        "git": code_state(),
         "versions": package_versions(),
         "device": device_name(),
         "float_path": float_path(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from lib.core.device import float_path
+from lib.core.manifest import code_state
 from lib.core.rows import append_rows, mark_done, resume_shard
 from lib.engines.batched import Job, train_loras
 from lib.engines.generate import generate
@@ -45,7 +46,7 @@ def run_baseline_shard(job: ShardJob) -> list[float]:
     append_rows(job.path, [rows.row(t, 0, k, v) for k, v in metrics.items()] + rows.costs(t, cost), COLUMNS)
     wall = time.time() - tic
     mark_done(job.path, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost,
-              trainer=job.trainer, float_path=float_path())
+              trainer=job.trainer, float_path=float_path(), commit=code_state()["commit"])
     if job.progress is not None:
         job.progress.update(cfg.generations)
     return [wall]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lib.core.device import float_path
+from lib.core.manifest import code_state
 from lib.core.rows import append_rows, mark_done, read_progress, resume_shard
 from lib.engines.agents import make_agents
 from lib.engines.timing import PhaseClock
@@ -117,7 +118,8 @@ def run_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> Shard
     archive = None if gen.archive is None else gen.archive.to_json()
     mark_done(job.path, t, agents=[str(Path(d).relative_to(job.root)) for d in new_dirs],
               pending_rows=pending, gen_wall_s=walls, gen_phase_s=phases, cost=cost, trainer=job.trainer,
-              float_path=float_path(), **({} if archive is None else {"archive": archive}))
+              float_path=float_path(), commit=code_state()["commit"],
+              **({} if archive is None else {"archive": archive}))
     if not cfg.keep_all_adapters and 0 < t < cfg.generations - 1:  # founders and the last population are kept
         drop_generation(state.dirs)
     return replace(state, t=t + 1, dirs=new_dirs, pending=pending, walls=walls, phases=phases, cost=cost,
