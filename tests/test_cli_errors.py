@@ -178,3 +178,19 @@ def test_a_run_records_the_code_it_imported_not_the_tree_when_its_rows_land(scra
         assert manifest.git_state()["dirty"] is True
         assert manifest.code_state() == pinned  # what a manifest written now records
     assert manifest.code_state()["dirty"] is True  # outside a run: the tree as it is
+
+
+def test_a_folder_made_at_several_commits_lists_them(scratch_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("GE_DATA_DIR", str(tmp_path / "data"))
+    cfg = experiment.load(config_path("operators", "smoke"))
+    folder = tmp_path / "data" / "smoke" / "operators"
+    manifest.write_manifest(folder, cfg, started="t")
+    first = manifest.git_state()["commit"]
+    assert "commits" not in json.loads((folder / "manifest.json").read_text())["git"]  # one commit: no list
+    (scratch_repo / "lib" / "b.py").write_text("y = 1\n")
+    git = lambda *a: subprocess.run(["git", "-C", str(scratch_repo), *a], check=True, capture_output=True)  # noqa: E731
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "second")
+    manifest.write_manifest(folder, cfg, started="t")
+    g = json.loads((folder / "manifest.json").read_text())["git"]
+    assert g["commits"] == [first, manifest.git_state()["commit"]] and g["commit"] == g["commits"][-1]

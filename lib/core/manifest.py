@@ -186,9 +186,21 @@ def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
         if same and (old.get("git") or {}).get("dirty") and not m["git"]["dirty"]:
             m["git"] = {**m["git"], "dirty": True, "changed_files": (old.get("git") or {}).get("changed_files", []),
                         "note": "earlier rows of this folder were written from a dirty tree"}
+        if same:
+            m["git"] = {**m["git"], **_commits_of(old.get("git") or {}, m["git"])}
         if same and old.get("allow_dirty"):
             m["allow_dirty"] = True
         return write_json(folder / MANIFEST, m)
+
+
+def _commits_of(old: dict, new: dict) -> dict:
+    """A folder whose shards ran at several commits lists them all (``commits``, oldest first) and keeps an earlier
+    manifest's ``note``: ``{}`` while one commit made everything."""
+    commits = [c for c in dict.fromkeys([*old.get("commits", [old.get("commit")]), new.get("commit")]) if c]
+    out = {"commits": commits} if len(commits) > 1 else {}
+    if old.get("note") and "note" not in new:
+        out["note"] = old["note"]
+    return out
 
 
 def manifest_fix(folder: str | Path) -> str:
