@@ -36,9 +36,9 @@ def _founders(w: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def base_scores(rows: pd.DataFrame, keys) -> pd.DataFrame:
-    """The bare base per seed: index ``seed``, one column per key (``base_test_<key>``, generation 0,
-    agent −1, read from :func:`lib.society.diagnostics.founders_arm`); NaN where not recorded."""
-    d = rows[(rows["arm"] == founders_arm(rows)) & (rows["generation"] == 0) & (rows["agent"] == -1)]
+    """The bare base per seed, from every shard that recorded it (``base_test_<key>``, generation 0, agent −1; the
+    same on every arm of a seed): index ``seed``, one column per key, NaN where not recorded."""
+    d = rows[(rows["generation"] == 0) & (rows["agent"] == -1) & rows["metric"].str.startswith("base_test_")]
     wide = d.pivot_table(index="seed", columns="metric", values="value", aggfunc="first")
     out = pd.DataFrame(index=pd.Index(sorted(set(rows["seed"])), name="seed"))
     for k in keys:

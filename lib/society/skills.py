@@ -20,7 +20,7 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import (BASE_MODEL, BEST_NEW, BEST_ONE_SHOT, CROSSOVER_CANDIDATES, CROSSOVER_PRIMARY,
                               CROSSOVER_SECONDARY, ONE_SHOT_MODELS, is_baseline, order)
 from lib.society.diagnostics import agents_wide
-from lib.society.results import last_generation
+from lib.society.results import base_scores, last_generation  # noqa: F401  (base_scores: the readers')
 from lib.society.study import NO_ARM, founders_of, paired, seeds_on_other_founders, with_holm
 
 HELD = 0.5  # novel-region test accuracy at which a family's skill counts as held by one agent
@@ -41,17 +41,6 @@ def chosen_agents(rows: pd.DataFrame, families) -> pd.DataFrame:
     out["held"] = (out[novel] >= HELD).sum(axis=1)
     rank = {a: i for i, a in enumerate(order(out["arm"]))}
     return out.sort_values(["arm", "seed"], key=lambda c: c.map(rank) if c.name == "arm" else c).reset_index(drop=True)
-
-
-def base_scores(rows: pd.DataFrame, keys) -> pd.DataFrame:
-    """The bare base per seed, from every shard that recorded it (``base_test_<key>``, generation 0, agent −1; the
-    same on every arm of a seed): index ``seed``, one column per key, NaN where not recorded."""
-    d = rows[(rows["generation"] == 0) & (rows["agent"] == -1) & rows["metric"].str.startswith("base_test_")]
-    wide = d.pivot_table(index="seed", columns="metric", values="value", aggfunc="first")
-    out = pd.DataFrame(index=pd.Index(sorted(set(rows["seed"])), name="seed"))
-    for k in keys:
-        out[k] = wide[f"base_test_{k}"] if f"base_test_{k}" in wide else np.nan
-    return out
 
 
 def outcome(chosen: pd.DataFrame, metric: str = "test_overall") -> pd.DataFrame:
