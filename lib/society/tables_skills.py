@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lib.core.stats import bounded_t_ci
-from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label
+from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
 from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
@@ -96,7 +96,7 @@ def skills_secondary(scale: str) -> str:
 def _design_lines(scale: str) -> tuple[list[dict], dict]:
     """One line per society design (the folder that ran it on the most seeds), and the reference models."""
     fams, seen, lines = _families(scale), {}, []
-    refs = _references(scale, fams)
+    refs, finished = _references(scale, fams), skills_finished(scale)
     for folder in FOLDERS:
         rows = society_rows(scale, folder, finished=True, required=False)
         if rows is None:
@@ -110,19 +110,30 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
             seen[arm] = n
             lines = [x for x in lines if x["arm"] != arm] + [{
                 "arm": arm, "study": folder, "n": n, "population": pop[arm],
+                "interim": folder == CROSSOVER and not finished,
                 "chosen": ch[ch.arm == arm]["test_overall"] if ch is not None else pd.Series(dtype=float),
                 "held": ch[ch.arm == arm]["held"].mean() if ch is not None else np.nan}]
     return lines, refs
 
 
+def skills_finished(scale: str) -> bool:
+    """Whether the skill-combining study has every primary arm and baseline on its pre-registered seeds (until then
+    its rows are interim: listed, but no headline and no reference model is drawn from them)."""
+    cfg, rows = config_of(CROSSOVER, scale), skill_rows(scale)
+    if cfg is None or rows is None:
+        return False
+    done = rows[rows["study"] == CROSSOVER].groupby("arm")["seed"].nunique()
+    primary = [a for a in cfg.arms if spec(a) is not None and spec(a).role in ("primary", "baseline")]
+    return all(done.get(a, 0) >= len(cfg.seeds_of(a)) for a in primary)
+
+
 def _references(scale: str, fams) -> dict:
-    """The bare base, the best one-shot model (chosen on the selection pool among those run on :data:`SUMMARY_SEEDS`
-    or more seeds) and multitask, from the study's rows (the society study's where the skill-combining study has no
-    finished run yet)."""
-    rows = skill_rows(scale)
-    rows = rows if rows is not None else society_rows(scale, STUDY, finished=True)
+    """The bare base, the best one-shot model (chosen on the selection pool) and multitask, from the finished
+    studies: the skill-combining study's rows once it is finished (:func:`skills_finished`), else the society
+    study's."""
+    rows = skill_rows(scale) if skills_finished(scale) else society_rows(scale, STUDY, finished=True)
     ch = chosen_agents(rows, fams)
-    one = best_of(ch[ch.groupby("arm")["seed"].transform("nunique") >= SUMMARY_SEEDS], ONE_SHOT_MODELS)
+    one = best_of(ch, ONE_SHOT_MODELS)
     return {BASE_MODEL: (None, base_scores(rows, ["overall"])["overall"]),
             "best one-shot model": (one, ch[ch.arm == one].set_index("seed")["test_overall"]),
             label(MULTITASK): (MULTITASK, ch[ch.arm == MULTITASK].set_index("seed")["test_overall"])}
@@ -138,20 +149,21 @@ def society_designs(scale: str) -> str:
         out.append(f"| **{name}**{f' (`{arm}`)' if arm and arm != MULTITASK else ''} | — | {v.notna().sum()} | "
                    f"{_interval(v)} | — | — |")
     for x in sorted(lines, key=lambda x: -np.nanmean(x["chosen"]) if len(x["chosen"]) else 1.0):
-        out.append(f"| `{x['arm']}` | `{x['study']}` | {x['n']} | {_interval(x['chosen'])} | "
+        out.append(f"| `{x['arm']}` | `{x['study']}`{' (interim)' if x['interim'] else ''} | {x['n']} | "
+                   f"{_interval(x['chosen'])} | "
                    f"{_interval(x['population'])} | {fmt(x['held'], 2)} |")
     return markdown(["model", "study", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]",
                      "population mean: test [95 % CI]", "skills held (of 3)"], out)
 
 
-SUMMARY_SEEDS = 8  # the summary's statements name designs run on at least this many seeds (a running study's
-# first seeds do not make a headline)
+SUMMARY_SEEDS = 8  # the summary's statements name designs run on at least this many seeds
 
 
 def _ranked(scale: str) -> tuple[list[dict], dict]:
-    """The designs with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds, best mean first, and the references."""
+    """The designs of finished studies with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds, best mean first
+    (a running study's interim rows make no headline), and the references."""
     lines, refs = _design_lines(scale)
-    return sorted([x for x in lines if x["chosen"].notna().sum() >= SUMMARY_SEEDS],
+    return sorted([x for x in lines if x["chosen"].notna().sum() >= SUMMARY_SEEDS and not x["interim"]],
                   key=lambda x: -float(x["chosen"].mean())), refs
 
 
@@ -172,7 +184,7 @@ def society_reference(name: str) -> Callable[[str], str]:
 def society_skills_kept(scale: str) -> str:
     """Per family, the highest mean novel-region accuracy of any design's chosen agent (which design)."""
     fams, best = _families(scale), {}
-    for folder in FOLDERS:
+    for folder in [f for f in FOLDERS if f != CROSSOVER or skills_finished(scale)]:  # finished studies only
         rows = society_rows(scale, folder, finished=True, required=False)
         if rows is None or "select_overall" not in set(rows["metric"]):
             continue
