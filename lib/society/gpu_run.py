@@ -3,7 +3,8 @@
     python -m lib.society.gpu_run [--config configs/society/paper.yaml] [--seed 0] [--budget-s 540]
 
 Each call (a) prints the environment (torch / CUDA versions, the GPU, its free memory); (b) runs
-the config's (arm, seed) shards for one seed, all arms, *one generation at a time*, every
+the config's (arm, seed) shards for one seed, all arms, *one generation at a time* and breadth
+first (every arm's generation t before any arm's t + 1, so a short call times every arm), every
 generation timed phase by phase (founders, evaluate, merge, screen, inherit, train, load) with
 tokens per second and peak GPU memory; the first call's first generation is the per-phase
 timing of one paper generation; (c) stops launching generations when the time left in the budget
@@ -29,7 +30,7 @@ from pathlib import Path
 from lib.core.config import ConfigError
 from lib.core.device import device_name
 from lib.core.jsonfile import append_jsonl
-from lib.core.manifest import build_manifest, read_manifest, write_manifest
+from lib.core.manifest import read_manifest, write_manifest
 from lib.core.paths import REPO_ROOT, data_dir
 from lib.engines.models import load_base
 from lib.engines.timing import PhaseTimer
@@ -65,13 +66,16 @@ def environment() -> dict:
 
 
 def next_work(cfg: SocietyConfig, folder: Path) -> tuple[str, int, int] | None:
-    """``(arm, seed, generation)`` the loop would run next (seed-major, arm order), or None when done."""
+    """``(arm, seed, generation)`` the loop would run next, or None when done: breadth first, the
+    unfinished shard with the fewest generations on disk (ties in ``cfg.runs()`` order), so that a
+    call too short for the whole config still times every arm's generations."""
     st = society.shard_status(cfg, folder)
-    for arm, seed in cfg.runs():
-        d = st[f"{arm}_s{seed}"]
-        if d is None or d < cfg["generations"] - 1:
-            return arm, seed, (0 if d is None else d + 1)
-    return None
+    todo = [(0 if d is None else d + 1, k, arm, seed) for k, (arm, seed) in enumerate(cfg.runs())
+            if (d := st[f"{arm}_s{seed}"]) is None or d < cfg["generations"] - 1]
+    if not todo:
+        return None
+    t, _, arm, seed = min(todo)
+    return arm, seed, t
 
 
 def measured_gen_s(cfg: SocietyConfig, folder: Path) -> float | None:
@@ -115,13 +119,14 @@ def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float
                        f"({arm}, seed {seed}, generation {t})")
             break
         timer = PhaseTimer()
+        before = float((read_manifest(folder) or {}).get("wall_s") or 0.0)
         tic = time.perf_counter()
-        try:
-            society.run_experiment(cfg, folder=folder, base=base, interrupt_after=t, timer=timer)
+        try:  # the one shard's config: the same folder and core config, only this (arm, seed)
+            society.run_experiment(cfg.shard(arm, seed), folder=folder, base=base, interrupt_after=t, timer=timer)
         except Interrupted:
             pass
         wall = time.perf_counter() - tic
-        _account(cfg, folder, wall)
+        _account(cfg, folder, before + wall)
         ran += 1
         rec = {"arm": arm, "seed": seed, "generation": t, "wall_s": round(wall, 2),
                "phases": timer.rows(), "device": _device(base), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -134,17 +139,14 @@ def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float
     return {"done": False, "generations": ran, "timings": timings, "stopped": stopped}
 
 
-def _account(cfg: SocietyConfig, folder: Path, wall: float) -> None:
-    """After a generation stopped by ``interrupt_after`` (which leaves the manifest as it was when
-    the call began), add its wall time and refresh the shard status in the manifest."""
+def _account(cfg: SocietyConfig, folder: Path, wall_s: float) -> None:
+    """After one shard's generation, run through that shard's own config: the manifest of the whole
+    ``cfg`` again (its run config, shard table and status recomputed from the disk), ``wall_s`` the
+    seconds of every generation run so far."""
     m = read_manifest(folder)
-    if m is None or m.get("status") == "complete":
-        return
-    own = set(build_manifest({}, started="", wall_s=None, status=""))
-    extra = {k: v for k, v in m.items() if k not in own}
-    extra["shards"] = society.shard_status(cfg, folder)
-    write_manifest(folder, cfg.core, started=m["started"],
-                   wall_s=float(m.get("wall_s") or 0.0) + wall, status="running", extra=extra)
+    done = all(v == cfg.generations - 1 for v in society.shard_status(cfg, folder).values())
+    write_manifest(folder, cfg.core, started=m["started"], wall_s=wall_s, status="complete" if done else "running",
+                   extra=society.manifest_extra(cfg, folder, m.get("dtype")))
 
 
 def _device(base) -> str:

@@ -174,7 +174,7 @@ def run_experiment(cfg, *, folder: str | Path | None = None, verifier: Verifier 
         if m is None or m.get("status") != "complete" or any(
                 (m.get("shards") or {}).get(k) != v for k, v in status.items()):
             write_manifest(folder, cfg.core, started=started, wall_s=(m or {}).get("wall_s"), status="complete",
-                           extra=_manifest_extra(cfg, folder, dtype))
+                           extra=manifest_extra(cfg, folder, dtype))
         return load_rows(cfg, folder)
     if base is not None and base.name != cfg.base_model:
         raise ValueError(f"base {base.name!r} given for a config of base_model {cfg.base_model!r}")
@@ -187,7 +187,7 @@ def run_experiment(cfg, *, folder: str | Path | None = None, verifier: Verifier 
         prev_wall = float((m or {}).get("wall_s") or 0.0)
 
         def stamp(state: str, wall_s: float | None = None) -> None:
-            write_manifest(folder, cfg.core, started=started, status=state, extra=_manifest_extra(cfg, folder, resolved),
+            write_manifest(folder, cfg.core, started=started, status=state, extra=manifest_extra(cfg, folder, resolved),
                            wall_s=prev_wall + time.time() - t0 if wall_s is None else wall_s)
         stamp("running", prev_wall)
         if base is None:
@@ -201,7 +201,7 @@ def run_experiment(cfg, *, folder: str | Path | None = None, verifier: Verifier 
     return load_rows(cfg, folder)
 
 
-def _manifest_extra(cfg: SocietyConfig, folder: Path, dtype: str | None) -> dict:
+def manifest_extra(cfg: SocietyConfig, folder: Path, dtype: str | None) -> dict:
     """What a society manifest records besides the core config: the whole run config, the shards present
     and their trainers, the seeds, the base model's identity and (once resolved) the base's dtype."""
     return {"run_config": dict(cfg), "shards": shard_status(cfg, folder), "seeds": cfg.seed_list(),
