@@ -224,6 +224,22 @@ def write_index(scale: str) -> Path:
     return out
 
 
+def stale_panels(scale: str) -> list[Path]:
+    """The figure files (PNG, PDF) in ``figures/<scale>/`` that no panel of the index names: drawings of
+    panels renamed or removed since (notebook 05 redraws every panel, not what was there before)."""
+    here = figures_dir(scale)
+    named = {Path(f).name for e in read_index(scale).values() for f in e["files"]}
+    return sorted(p for ext in ("png", "pdf") for p in here.glob(f"*.{ext}") if p.name not in named)
+
+
+def prune_panels(scale: str) -> list[Path]:
+    """Delete :func:`stale_panels` (after notebook 05 has redrawn the whole index); returns what it deleted."""
+    gone = stale_panels(scale)
+    for p in gone:
+        p.unlink()
+    return gone
+
+
 def reset_index(scale: str) -> None:
     """Forget the recorded panels of ``scale`` (notebook 05 redraws them all, so the index lists exactly those)."""
     p = figures_dir(scale) / "index.json"

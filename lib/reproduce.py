@@ -33,7 +33,7 @@ from lib.core.config import thaw
 from lib.core.device import cuda_available
 from lib.core.errors import MissingDataError, UserError, cli_main
 from lib.core.paths import BUILD, REPO_ROOT, check_scale, config_path, data_dir, figures_dir, rel
-from lib.provenance import write_index
+from lib.provenance import prune_panels, write_index
 from lib.tables import registry as tables
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -46,12 +46,13 @@ class Step:
     needs_cuda_at: tuple[str, ...] = ()
 
 
+FIGURES_NOTEBOOK = "05_figures.ipynb"  # draws every panel of a scale (its index is reset first)
 STEPS = (
     Step("01_operators.ipynb", "operators"),
     Step("02_tool_mutation.ipynb", "tool_mutation"),
     Step("03_society_arms.ipynb", "society", needs_cuda_at=("paper",)),
     Step("04_program_search.ipynb", "program_search"),
-    Step("05_figures.ipynb", None),
+    Step(FIGURES_NOTEBOOK, None),
 )
 
 
@@ -189,6 +190,9 @@ def _main(argv: list[str] | None = None) -> int:
     check_figure_inputs(steps, scale, has_cuda)
     todo = [s for s in steps if s not in skipped]
     results = _run_notebooks(todo, scale, skipped, force=args.force)
+    if any(name == FIGURES_NOTEBOOK and ok for name, ok, _ in results):  # the index now lists every panel
+        for p in prune_panels(scale):
+            print(f"  removed {rel(p)}: no panel draws it any more")
     _reindex(scale)  # INDEX.md links the pages just rendered (notebook 05 wrote it before its own page)
     for f in tables.update():  # the README's results tables, written from the data
         print(f"  rewrote the results tables of {f}")

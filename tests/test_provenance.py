@@ -103,3 +103,27 @@ def test_figures_drawn_from_data_that_changed_since_are_listed(tmp_path, monkeyp
     other.unlink()
     st = provenance.stale_figures("smoke")
     assert sorted(zip(st.figure, st.state)) == [("figA", "changed"), ("figB", "missing")]
+
+
+def test_drawings_of_panels_no_longer_drawn_are_found_and_pruned(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from lib.style import save_figure
+    monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path / "figures"))
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    save_figure(fig, "figA", scale="smoke", caption="c", data=[])
+    plt.close(fig)
+    here = tmp_path / "figures" / "smoke"
+    for old in ("S3h_renamed.png", "S3h_renamed.pdf"):  # a panel since renamed: its files stayed
+        (here / old).write_bytes(b"x")
+    assert [p.name for p in provenance.stale_panels("smoke")] == ["S3h_renamed.pdf", "S3h_renamed.png"]
+    assert [p.name for p in provenance.prune_panels("smoke")] == ["S3h_renamed.pdf", "S3h_renamed.png"]
+    assert sorted(p.name for p in here.iterdir() if p.suffix in (".png", ".pdf")) == ["figA.pdf", "figA.png"]
+    assert provenance.stale_panels("smoke") == []
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+def test_the_committed_figures_are_exactly_the_indexed_panels(scale):
+    """A committed drawing that no panel draws any more (a renamed panel's old files) would mislead a reader."""
+    assert provenance.stale_panels(scale) == []
