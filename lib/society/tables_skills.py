@@ -15,6 +15,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from lib.core.manifest import read_manifest
+from lib.core.paths import data_dir
+from lib.core.rows import read_progress
 from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
@@ -23,7 +26,7 @@ from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, co
 from lib.society.figures_skills import study_rows
 from lib.society.skills import arm_summary, base_scores, best_of, chosen_agents, primary_table, secondary_table
 from lib.society.study import population_scores, verdict
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
 
 FOLDERS = (CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
 
@@ -204,8 +207,34 @@ def society_held_most(scale: str) -> str:
     return "—" if top is None else f"{fmt(top['held'], 2)} (`{top['arm']}`)"
 
 
+def skills_machines(scale: str) -> str:
+    """Which float paths (the CPU's vendor, torch's kernel level, the BLAS: :func:`lib.core.device.float_path`,
+    from each shard's progress file, else its folder's manifest, else the manifest's device) made the finished shards the study reads: per
+    folder and float path, the shards, arms and seeds. The machine check the study plans (the same seeds on a
+    second float path) needs a second row in one folder."""
+    rows = skill_rows(scale)
+    if rows is None:
+        return NO_DATA
+    lines = []
+    for study, part in rows.groupby("study", sort=False):
+        folder = data_dir(scale, study)
+        m = read_manifest(folder) or {}
+        seen: dict[str, list[tuple[str, int]]] = {}
+        for arm, seed in part[["arm", "seed"]].drop_duplicates().itertuples(index=False):
+            fp = (read_progress(folder / f"{arm}_s{seed}.csv") or {}).get("float_path") or m.get("float_path") or {}
+            key = (" · ".join(str(fp.get(k, "?")) for k in ("vendor", "torch_cpu_capability", "blas")) if fp else
+                   f"{str(m.get('device', '?')).removeprefix('cpu:')} (the folder's device; kernel level and BLAS "
+                   f"not recorded)")
+            seen.setdefault(key, []).append((arm, int(seed)))
+        for key, runs in seen.items():
+            seeds = sorted({s for _, s in runs})
+            lines.append(f"| `{study}` | {key} | {len(runs)} | {len({a for a, _ in runs})} | {seed_ranges(seeds)} |")
+    return markdown(["folder", "float path (vendor · kernel level · BLAS)", "shards", "arms", "seeds"], lines)
+
+
 TABLES: dict[str, Callable[[str], str]] = {"skills-primary": skills_primary, "skills-summary": skills_summary,
-                                           "skills-secondary": skills_secondary, "society-designs": society_designs}
+                                           "skills-secondary": skills_secondary, "skills-machines": skills_machines,
+                                           "society-designs": society_designs}
 VALUES: dict[str, Callable[[str], str]] = {
     "society-best-designs": society_best_designs, "society-base-chosen": society_reference(BASE_MODEL),
     "society-best-one-shot": society_reference("best one-shot model"),

@@ -40,3 +40,14 @@ def p_text(p) -> str:
 def markdown(header: list[str], lines: list[str]) -> str:
     """A Markdown table: ``header`` and the already-formatted ``lines``."""
     return "\n".join(["| " + " | ".join(header) + " |", "|" + " --- |" * len(header), *lines]) + "\n"
+
+
+def seed_ranges(seeds) -> str:
+    """Seeds as runs of consecutive numbers: ``[0, 1, 2, 3, 8, 9, 12]`` -> ``"0–3, 8–9, 12"``."""
+    out: list[list[int]] = []
+    for s in sorted(set(int(x) for x in seeds)):
+        if out and s == out[-1][1] + 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in out)
