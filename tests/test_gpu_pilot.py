@@ -28,6 +28,7 @@ def test_the_micro_pilot_has_the_paper_pilots_designs():
     assert micro.dtype == "bf16" and micro.base_model == "tiny"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the pilot runs there for real")
 def test_gpu_run_times_every_design_breadth_first_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setenv(CPU_BF16_ENV, "1")
