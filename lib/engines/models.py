@@ -14,6 +14,7 @@ committed under ``data/base/tiny/``.
 """
 from __future__ import annotations
 
+import os
 import importlib.util
 import string
 from dataclasses import dataclass, field
@@ -307,6 +308,8 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
     else:
         folder, chat = name, None
     local = {"local_files_only": not downloads_allowed()}  # the hub only when the user allowed it
+    # transformers >= 5.2x kernelizes from the hub by default and fails without the `kernels` package
+    os.environ.setdefault("USE_HUB_KERNELS", "NO")
     try:
         tok = AutoTokenizer.from_pretrained(str(folder), **kw, **local)
         model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=tdtype, **kw, **local)
