@@ -116,3 +116,25 @@ def test_seed_ranges_join_consecutive_seeds():
     from lib.tables.format import seed_ranges
     assert seed_ranges([12, 0, 1, 2, 3, 8, 9, 3]) == "0–3, 8–9, 12"
     assert seed_ranges([5]) == "5" and seed_ranges([]) == ""
+
+
+def test_skills_pilot_has_one_line_per_population_and_its_mean_from_the_csv():
+    """The pilot table (every generation on disk, finished or not) read against the shards themselves."""
+    import pandas as pd
+
+    from lib.core.paths import data_dir
+    from lib.society.tables_skills import skills_pilot
+
+    folder = data_dir("smoke", "society_crossover")
+    shards = sorted(folder.glob("*_s[0-9]*.csv"))
+    if not shards:
+        pytest.skip("no smoke skill-combining data in this checkout")
+    rows = pd.concat(pd.read_csv(f) for f in shards)
+    pops = rows[(rows["agent"] >= 0) & (rows["metric"] == "test_overall")]
+    means = pops.groupby(["arm", "seed", "generation"])["value"].mean()
+    lines = skills_pilot("smoke").splitlines()[2:]
+    assert lines[0].startswith("| bare base |") and len(lines) == 1 + len(means)
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        arm, seed, gen, overall = cells[0].strip("`"), int(cells[1]), int(cells[2]), float(cells[3])
+        assert overall == pytest.approx(means[(arm, seed, gen)], abs=5e-4), line

@@ -22,7 +22,9 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
+from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows, society_walls
+from lib.society.diagnostics import agents_wide
+from lib.society.results import base_scores
 from lib.society.figures_skills import study_rows
 from lib.society.skills import arm_summary, base_scores, best_of, chosen_agents, primary_table, secondary_table
 from lib.society.study import population_scores, verdict
@@ -232,8 +234,38 @@ def skills_machines(scale: str) -> str:
     return markdown(["folder", "float path (vendor · kernel level · BLAS)", "shards", "arms", "seeds"], lines)
 
 
+def skills_pilot(scale: str) -> str:
+    """Every generation on disk of the study's folder at ``scale`` (the GPU pilot is ``paper``), finished or
+    not: per design and generation the population's mean test accuracy overall, per family and on its novel
+    region (a baseline: its one model, a founder-budget run reported at the last generation), with the bare
+    base first; and the generation's wall seconds with its costliest phase (from the progress files)."""
+    rows = society_rows(scale, CROSSOVER, required=False)
+    if rows is None:
+        return NO_DATA
+    fams = _families(scale)
+    keys = ["test_overall", *[f"test_{f}" for f in fams], *[f"test_{f}_novel" for f in fams]]
+    w = agents_wide(rows, keys)
+    pop = w.groupby(["arm", "seed", "generation"], sort=False)[keys].mean()
+    base = base_scores(rows, [k.removeprefix("test_") for k in keys]).mean()
+    walls = society_walls(scale, CROSSOVER, required=False)
+    phases = [c for c in walls.columns if c not in ("arm", "seed", "generation", "wall_s")]
+    walls = walls.set_index(["arm", "seed", "generation"])
+    lines = [f"| {label(BASE_MODEL)} | — | — | {' | '.join(fmt(v) for v in base.to_numpy())} | — | — |"]
+    order = {a: i for i, a in enumerate(dict.fromkeys(rows["arm"]))}
+    for (arm, seed, gen), v in sorted(pop.iterrows(), key=lambda kv: (order[kv[0][0]], *kv[0][1:])):
+        at = (arm, seed, 0 if is_baseline(arm) else gen)  # a baseline's one entry is its run's
+        t = walls.loc[at] if at in walls.index else None
+        top = None if t is None else t[phases].astype(float).idxmax()
+        lines.append(f"| `{arm}` | {seed} | {gen} | {' | '.join(fmt(x) for x in v.to_numpy())} | "
+                     f"{'—' if t is None else fmt(t['wall_s'], 0)} | "
+                     f"{'—' if top is None else f'{top} {fmt(t[top], 0)}'} |")
+    return markdown(["design", "seed", "generation", "overall", *fams, *[f"{f} novel" for f in fams], "wall s",
+                     "costliest phase (s)"], lines)
+
+
 TABLES: dict[str, Callable[[str], str]] = {"skills-primary": skills_primary, "skills-summary": skills_summary,
                                            "skills-secondary": skills_secondary, "skills-machines": skills_machines,
+                                           "skills-pilot": skills_pilot,
                                            "society-designs": society_designs}
 VALUES: dict[str, Callable[[str], str]] = {
     "society-best-designs": society_best_designs, "society-base-chosen": society_reference(BASE_MODEL),
