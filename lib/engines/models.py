@@ -14,8 +14,8 @@ committed under ``data/base/tiny/``.
 """
 from __future__ import annotations
 
-import os
 import importlib.util
+import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path

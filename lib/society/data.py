@@ -79,15 +79,20 @@ def shard_walls(files) -> pd.DataFrame:
     return pd.DataFrame(out, columns=None if out else WALL_COLUMNS)
 
 
+def shard_float_path(manifest: dict | None, progress: dict | None) -> dict:
+    """The float path (:func:`lib.core.device.float_path`) that made a shard: its progress file's, else its
+    folder's manifest's, else ``{}`` (folders from before it was recorded)."""
+    return (progress or {}).get("float_path") or (manifest or {}).get("float_path") or {}
+
+
 def code_path(manifest: dict | None, progress: dict | None) -> str:
-    """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]`` from its folder's
-    manifest (the commit) and its progress file (the trainer, where recorded); the float path is torch's CPU
-    kernel level from the shard's progress file, else its folder's manifest, else the device."""
-    m = manifest or {}
+    """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]``: its folder manifest's
+    commit; torch's CPU kernel level (:func:`shard_float_path`), else the manifest's device; the trainer where
+    recorded."""
+    m, progress = manifest or {}, progress or {}
     commit = str((m.get("git") or {}).get("commit") or "?")[:7]
-    fp = (progress or {}).get("float_path") or m.get("float_path") or {}  # the shard's own, else its folder's
-    where = fp.get("torch_cpu_capability") or m.get("device") or "?"
-    trainer = (progress or {}).get("trainer")
+    where = shard_float_path(m, progress).get("torch_cpu_capability") or m.get("device") or "?"
+    trainer = progress.get("trainer")
     return "/".join([commit, str(where)] + ([str(trainer)] if trainer else []))
 
 

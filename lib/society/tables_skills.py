@@ -22,9 +22,9 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, society_rows, society_walls
+from lib.society.data import (CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, shard_float_path,
+                              society_rows, society_walls)
 from lib.society.diagnostics import agents_wide
-from lib.society.results import base_scores
 from lib.society.figures_skills import study_rows
 from lib.society.skills import arm_summary, base_scores, best_of, chosen_agents, primary_table, secondary_table
 from lib.society.study import population_scores, verdict
@@ -210,8 +210,8 @@ def society_held_most(scale: str) -> str:
 
 
 def skills_machines(scale: str) -> str:
-    """Which float paths (the CPU's vendor, torch's kernel level, the BLAS: :func:`lib.core.device.float_path`,
-    from each shard's progress file, else its folder's manifest, else the manifest's device) made the finished shards the study reads: per
+    """Which float paths (the CPU's vendor, torch's kernel level, the BLAS: :func:`lib.society.data.shard_float_path`,
+    else the manifest's device) made the finished shards the study reads: per
     folder and float path, the shards, arms and seeds. The machine check the study plans (the same seeds on a
     second float path) needs a second row in one folder."""
     rows = skill_rows(scale)
@@ -223,7 +223,7 @@ def skills_machines(scale: str) -> str:
         m = read_manifest(folder) or {}
         seen: dict[str, list[tuple[str, int]]] = {}
         for arm, seed in part[["arm", "seed"]].drop_duplicates().itertuples(index=False):
-            fp = (read_progress(folder / f"{arm}_s{seed}.csv") or {}).get("float_path") or m.get("float_path") or {}
+            fp = shard_float_path(m, read_progress(folder / f"{arm}_s{seed}.csv"))
             key = (" · ".join(str(fp.get(k, "?")) for k in ("vendor", "torch_cpu_capability", "blas")) if fp else
                    f"{str(m.get('device', '?')).removeprefix('cpu:')} (the folder's device; kernel level and BLAS "
                    f"not recorded)")
