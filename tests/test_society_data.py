@@ -53,6 +53,11 @@ def test_code_path_names_the_commit_the_float_path_or_device_and_the_trainer():
     assert data.code_path(m, {"trainer": "batched"}) == "0123456/AVX2/batched"
     assert data.code_path({**m, "float_path": {}}, None) == "0123456/cpu:X"
     assert data.code_path(None, None) == "?/?"
+    # a folder filled over several commits: each shard's own commit, "?" where its progress file has none
+    several = {**m, "git": {"commit": "0123456789abcdef", "commits": ["fedcba9876543210", "0123456789abcdef"]}}
+    assert data.code_path(several, {"commit": "fedcba9876543210", "trainer": "batched"}) == "fedcba9/AVX2/batched"
+    assert data.code_path(several, {"trainer": "batched"}) == "?/AVX2/batched"
+    assert data.code_path(m, {"commit": "fedcba9876543210"}) == "fedcba9/AVX2"
 
 
 def test_the_recombination_folders_full_is_named_apart_only_beside_another_folder():

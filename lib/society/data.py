@@ -86,11 +86,13 @@ def shard_float_path(manifest: dict | None, progress: dict | None) -> dict:
 
 
 def code_path(manifest: dict | None, progress: dict | None) -> str:
-    """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]``: its folder manifest's
-    commit; torch's CPU kernel level (:func:`shard_float_path`), else the manifest's device; the trainer where
-    recorded."""
+    """What made a shard, in short: ``<commit7>/<float path or device>[/<trainer>]``: the commit its progress
+    file records, else its folder manifest's when one commit made the folder (``?`` when several did); torch's CPU kernel level
+    (:func:`shard_float_path`), else the manifest's device; the trainer where recorded."""
     m, progress = manifest or {}, progress or {}
-    commit = str((m.get("git") or {}).get("commit") or "?")[:7]
+    git = m.get("git") or {}
+    folder_commit = git.get("commit") if len(git.get("commits", [])) <= 1 else None  # several: not this shard's
+    commit = str(progress.get("commit") or folder_commit or "?")[:7]
     where = shard_float_path(m, progress).get("torch_cpu_capability") or m.get("device") or "?"
     trainer = progress.get("trainer")
     return "/".join([commit, str(where)] + ([str(trainer)] if trainer else []))
