@@ -2,6 +2,7 @@
 
     python benchmarks/same_rows.py rows BEFORE [AFTER]      # AFTER: default the working tree
     python benchmarks/same_rows.py figures [--scale cpu]     # the committed PNGs against a re-render here
+    python benchmarks/same_rows.py shards CONFIG ARM:SEED ... [--scratch DIR]   # committed shards re-run here
 
 ``rows``: each commit is checked out in a scratch worktree (the working tree is used as it is for AFTER = ``.``)
 and every smoke config there (``configs/*/smoke.yaml``) is run with ``python -m lib.experiment`` into a scratch
@@ -14,6 +15,12 @@ only is named. Exit status 1 when any shared file differs.
 figures root (``GE_FIGURES_DIR``) and each PNG's pixels are compared with the committed one (PNG bytes carry
 metadata; pixels are what a reader sees). Prints same / differs (with the share of pixels that differ) /
 new / gone, per panel.
+
+``shards``: the named (arm, seed) shards of a committed data folder (a folder filled over several commits) are
+run again from this working tree with ``python -m lib.sweep`` into a scratch data root (``--scratch``: kept, so a
+second call resumes or re-reads it) and each CSV's SHA-256 is compared with the committed file's; each line
+names the commit the committed shard recorded and the float paths of both (bits are compared on one float path
+only). Exit status 1 when any differs.
 """
 from __future__ import annotations
 
@@ -123,6 +130,34 @@ def figures(scale: str) -> int:
     return 1 if changed else 0
 
 
+def shards(config: str, runs: list[str], scratch: str | None) -> int:
+    """Re-run ``runs`` (``arm:seed``) of ``config`` here into ``scratch`` and compare each CSV with the committed one."""
+    import json
+    from lib.core.paths import data_dir
+    from lib.society.config import load_file
+    cfg = load_file(config)
+    root = Path(scratch or tempfile.mkdtemp(prefix="same_shards_"))
+    committed = data_dir(cfg.scale, cfg.experiment)
+    pairs = [r.rsplit(":", 1) for r in runs]
+    for arm, seed in pairs:
+        print(f"  running {arm} seed {seed} into {root}", flush=True)
+        subprocess.run([sys.executable, "-m", "lib.sweep", config, "--serial", "--cpus-per-run", "1", "--quiet",
+                        "--arms", arm, "--seeds", seed], cwd=REPO, env=_env(REPO, root), check=True)
+    fresh = root / "data" / cfg.scale / cfg.experiment
+    bad = 0
+    for arm, seed in pairs:
+        name = f"{arm}_s{seed}"
+        old, new = (json.loads((d / f"{name}.progress.json").read_text()) for d in (committed, fresh))
+        same = (committed / f"{name}.csv").read_bytes() == (fresh / f"{name}.csv").read_bytes()
+        bad += not same
+        paths = " vs ".join(str((p.get("float_path") or {}).get("torch_cpu_capability", "?")) for p in (old, new))
+        print(f"{name}: {'identical' if same else 'DIFFERS'} ({old['csv_rows']} rows; committed at "
+              f"{str(old.get('commit') or '')[:7] or 'an unrecorded commit'}, re-run at {str(new.get('commit'))[:7]}; "
+              f"float path {paths})")
+    print(f"{len(pairs) - bad} of {len(pairs)} shards identical")
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -131,7 +166,13 @@ def main(argv=None) -> int:
     r.add_argument("after", nargs="?", default=".")
     f = sub.add_parser("figures", help="re-draw every panel from the committed data and compare pixels")
     f.add_argument("--scale", default="cpu")
+    h = sub.add_parser("shards", help="re-run committed shards of a data folder here and compare their rows")
+    h.add_argument("config")
+    h.add_argument("runs", nargs="+", metavar="ARM:SEED")
+    h.add_argument("--scratch", default=None, help="scratch root (kept; a second call resumes it)")
     args = ap.parse_args(argv)
+    if args.what == "shards":
+        return shards(args.config, args.runs, args.scratch)
     return rows(args.before, args.after) if args.what == "rows" else figures(args.scale)
 
 

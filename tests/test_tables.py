@@ -138,3 +138,33 @@ def test_skills_pilot_has_one_line_per_population_and_its_mean_from_the_csv():
         cells = [c.strip() for c in line.strip("|").split("|")]
         arm, seed, gen, overall = cells[0].strip("`"), int(cells[1]), int(cells[2]), float(cells[3])
         assert overall == pytest.approx(means[(arm, seed, gen)], abs=5e-4), line
+
+
+def test_skills_machines_counts_each_shards_commit_from_its_progress_file():
+    """The commits column: per folder (one float path at smoke), the shards made at each commit, as the progress
+    files record them (else the folder manifest's one commit), adding up to the folder's shards."""
+    import collections
+    import json
+    import re
+
+    from lib.core.manifest import read_manifest
+    from lib.core.paths import data_dir
+    from lib.society.tables_skills import skill_rows, skills_machines
+
+    rows = skill_rows("smoke")
+    if rows is None:
+        pytest.skip("no smoke skill-combining data in this checkout")
+    lines = skills_machines("smoke").splitlines()[2:]
+    assert len(lines) == rows["study"].nunique()
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        study, shards = cells[0].strip("`"), int(cells[2])
+        made = {c: int(n) for c, n in re.findall(r"`([^`]+)` \((\d+)\)", cells[5])}
+        folder = data_dir("smoke", study)
+        git = (read_manifest(folder) or {}).get("git") or {}
+        one = git.get("commit") if len(git.get("commits", [])) <= 1 else None
+        runs = rows.loc[rows["study"] == study, ["arm", "seed"]].drop_duplicates().itertuples(index=False)
+        recorded = collections.Counter(
+            str(json.loads((folder / f"{a}_s{s}.progress.json").read_text()).get("commit") or one or "?")[:7]
+            for a, s in runs)
+        assert made == dict(recorded) and sum(made.values()) == shards, line

@@ -211,9 +211,9 @@ def society_held_most(scale: str) -> str:
 
 def skills_machines(scale: str) -> str:
     """Which float paths (the CPU's vendor, torch's kernel level, the BLAS: :func:`lib.society.data.shard_float_path`,
-    else the manifest's device) made the finished shards the study reads: per
-    folder and float path, the shards, arms and seeds. The machine check the study plans (the same seeds on a
-    second float path) needs a second row in one folder."""
+    else the manifest's device) made the finished shards the study reads: per folder and float path, the shards,
+    arms and seeds, and the commits they were made at (:func:`lib.society.data.code_path`; ``?``: not recorded).
+    The machine check the study plans (the same seeds on a second float path) needs a second row in one folder."""
     rows = skill_rows(scale)
     if rows is None:
         return NO_DATA
@@ -221,17 +221,21 @@ def skills_machines(scale: str) -> str:
     for study, part in rows.groupby("study", sort=False):
         folder = data_dir(scale, study)
         m = read_manifest(folder) or {}
-        seen: dict[str, list[tuple[str, int]]] = {}
-        for arm, seed in part[["arm", "seed"]].drop_duplicates().itertuples(index=False):
+        seen: dict[str, list[tuple[str, int, str]]] = {}
+        for arm, seed, path in part[["arm", "seed", "code_path"]].drop_duplicates().itertuples(index=False):
             fp = shard_float_path(m, read_progress(folder / f"{arm}_s{seed}.csv"))
             key = (" · ".join(str(fp.get(k, "?")) for k in ("vendor", "torch_cpu_capability", "blas")) if fp else
                    f"{str(m.get('device', '?')).removeprefix('cpu:')} (the folder's device; kernel level and BLAS "
                    f"not recorded)")
-            seen.setdefault(key, []).append((arm, int(seed)))
+            seen.setdefault(key, []).append((arm, int(seed), path.split("/")[0]))
         for key, runs in seen.items():
-            seeds = sorted({s for _, s in runs})
-            lines.append(f"| `{study}` | {key} | {len(runs)} | {len({a for a, _ in runs})} | {seed_ranges(seeds)} |")
-    return markdown(["folder", "float path (vendor · kernel level · BLAS)", "shards", "arms", "seeds"], lines)
+            seeds = sorted({s for _, s, _ in runs})
+            commits = pd.Series([c for _, _, c in runs]).value_counts(sort=False)
+            made = ", ".join(f"`{c}` ({n})" for c, n in commits.items())
+            lines.append(f"| `{study}` | {key} | {len(runs)} | {len({a for a, _, _ in runs})} | {seed_ranges(seeds)} | "
+                         f"{made} |")
+    return markdown(["folder", "float path (vendor · kernel level · BLAS)", "shards", "arms", "seeds",
+                     "made at: commit (shards)"], lines)
 
 
 def skills_pilot(scale: str) -> str:
