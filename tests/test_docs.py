@@ -6,6 +6,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -81,3 +82,53 @@ def test_the_citation_file_is_valid_cff_and_names_the_licence():
     assert cff["preferred-citation"]["type"] and cff["preferred-citation"]["title"]
     licence = (REPO_ROOT / "LICENSE").read_text().splitlines()[0]
     assert licence == f"{cff['license']} License", (licence, cff["license"])
+
+
+def _sweep_numbers(manifest: Path) -> dict:
+    """What docs/cluster.md says of the cpu society's sweep, from its manifest: runs listed, run, skipped, the
+    longest run and a society arm's (not a baseline's) range, in whole seconds."""
+    import json
+
+    runs = json.loads(manifest.read_text())["sweep"]["runs"]
+    ran = [r for r in runs if r["status"] == "ok"]
+    arms = [r["wall_s"] for r in ran if not r["arm"].startswith("baseline_")]
+    return {"listed": len(runs), "ran": len(ran), "skipped": sum(r["status"] == "skipped" for r in runs),
+            "longest": round(max(r["wall_s"] for r in ran)), "arm_lo": round(min(arms)), "arm_hi": round(max(arms))}
+
+
+SWEEP_SENTENCE = re.compile(r"`(data/cpu/society/manifest\.json)` lists (\d+) runs: (\d+) ran, the longest\s+(\d+)\s+s, "
+                            r"a society arm's (\d+)–(\d+) s, and (\d+) were skipped")
+
+
+def _sweep_claims(text: str) -> tuple[Path, dict]:
+    m = SWEEP_SENTENCE.search(text)
+    assert m, "docs/cluster.md no longer quotes the cpu society sweep's runs"
+    listed, ran, longest, lo, hi, skipped = map(int, m.groups()[1:])
+    return REPO_ROOT / m[1], {"listed": listed, "ran": ran, "skipped": skipped, "longest": longest, "arm_lo": lo,
+                              "arm_hi": hi}
+
+
+def test_cluster_md_quotes_the_committed_sweep_manifest(tmp_path):
+    manifest, claims = _sweep_claims(TEXT[REPO_ROOT / "docs" / "cluster.md"])
+    assert claims == _sweep_numbers(manifest)
+    # planted: the numbers of an older sweep (30 runs, 80–371 s) against this manifest are caught
+    old = ("`data/cpu/society/manifest.json` lists 30 runs: 30 ran, the longest 371 s, a society arm's 80–371 s, "
+           "and 0 were skipped")
+    assert _sweep_claims(old)[1] != _sweep_numbers(manifest)
+
+
+def test_the_citation_names_the_committed_tiny_base_size():
+    """CITATION.cff's abstract names the cpu scale's base by its parameter count, read from its weights' header."""
+    import json
+    import struct
+
+    raw = (REPO_ROOT / "data" / "base" / "tiny" / "model.safetensors").open("rb")
+    with raw:
+        n = struct.unpack("<Q", raw.read(8))[0]
+        header = json.loads(raw.read(n))
+    count = sum(int(np.prod(v["shape"])) for k, v in header.items() if k != "__metadata__")
+    abstract = " ".join(yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())["abstract"].split())
+    assert f"{count / 1e6:.2f} M-parameter" in abstract, (count, abstract)
+    cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())
+    assert cff["preferred-citation"]["year"] == 2026
+    assert not any("authors of" in a["name"] for a in cff["authors"] + cff["preferred-citation"]["authors"])
