@@ -88,16 +88,79 @@ def describe_images(nb) -> int:
     return added
 
 
+INJECTED = "injected-parameters"  # papermill's tag (and, here, the id) of the cell it inserts
+
+
+def stable_ids(nb) -> int:
+    """Give the cells of an executed notebook (``nbformat`` node or JSON dict) ids that do not change from run to
+    run: papermill's injected-parameters cell gets a new random id each run, so it is named ``injected-parameters``;
+    a cell without an id, or with one an earlier cell took, gets ``cell-<k>`` (its position). The other ids are
+    the source notebook's. Returns how many ids it changed."""
+    seen, changed = set(), 0
+    for k, cell in enumerate(nb["cells"]):
+        want = cell.get("id")
+        if INJECTED in cell.get("metadata", {}).get("tags", []):
+            want = INJECTED
+        if not want or want in seen:
+            want = f"cell-{k}"
+        if want != cell.get("id"):
+            cell["id"] = want
+            changed += 1
+        seen.add(want)
+    return changed
+
+
+PAGE_COLOURS = 256  # a page's PNGs are stored with at most this many colours (lossless for most panels)
+
+
+def compact_png(b64: str) -> str:
+    """A base64 PNG re-encoded with a palette of at most :data:`PAGE_COLOURS` colours at the same pixel size (a
+    figure's antialiased edges are where colours are lost), or the original when that is not smaller: a page with
+    every panel at its saved resolution stays small. Deterministic: the same input gives the same bytes."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    raw = base64.b64decode(b64)
+    with Image.open(io.BytesIO(raw)) as im:
+        rgb = im.convert("RGB")
+        colours = rgb.getcolors(maxcolors=PAGE_COLOURS)
+        small = rgb.convert("P", palette=Image.Palette.ADAPTIVE, colors=len(colours)) if colours else \
+            rgb.quantize(PAGE_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        buf = io.BytesIO()
+        small.save(buf, "PNG", optimize=True)
+    out = buf.getvalue()
+    return base64.b64encode(out).decode() if len(out) < len(raw) else b64
+
+
+def compact_images(nb) -> int:
+    """Re-encode every PNG output of ``nb`` with :func:`compact_png`; returns how many got smaller."""
+    k = 0
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if "image/png" in data:
+                b64 = "".join(data["image/png"]) if isinstance(data["image/png"], list) else data["image/png"]
+                new = compact_png(b64.replace("\n", ""))
+                if new != b64:
+                    data["image/png"], k = new, k + 1
+    return k
+
+
 def render_node(nb, out: Path, title: str) -> Path:
     """Render an executed notebook (an ``nbformat`` node) to the offline page ``out``; every image
-    gets an alt text (:func:`describe_images`)."""
+    gets an alt text (:func:`describe_images`), is stored compactly (:func:`compact_images`), and every cell an
+    id that a re-run keeps (:func:`stable_ids`): rendering the same notebook twice gives the same page."""
     import copy
 
     import jinja2
     from nbconvert import HTMLExporter
 
     nb = copy.deepcopy(nb)
+    stable_ids(nb)
     describe_images(nb)
+    compact_images(nb)
     nb.metadata["title"] = title
     # Outputs' images are embedded by the template itself. embed_images=True would also embed Markdown
     # images, but it re-parses every inline HTML tag alone and so empties <sub>…</sub> (nbconvert 7.17).

@@ -245,8 +245,19 @@ def _run_notebooks(todo: list[Step], scale: str, skipped: list[Step], *, force: 
             results.append((s.notebook, False, dt))
             _say_failed(out, proc, dt)
             break
+        _stable_ids(out)
         results.append((s.notebook, _say_done(out, scale, dt), dt))
     return results
+
+
+def _stable_ids(executed: Path) -> None:
+    """Rewrite an executed notebook with cell ids a re-run keeps (:func:`lib.pages.stable_ids`: papermill gives
+    its injected-parameters cell a new random id each run), so re-running leaves its copies and pages unchanged."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    if pages.stable_ids(nb):
+        nbformat.write(nb, executed)
 
 
 def _say_done(executed: Path, scale: str, dt: float) -> bool:

@@ -338,6 +338,27 @@ def figure_alt(fig, limit: int = 600) -> str:
     return alt if len(alt) <= limit else alt[: limit - 1].rstrip() + "…"
 
 
+def figure_png(fig) -> bytes:
+    """The PNG of ``fig`` as :func:`save_figure` writes it (``savefig.dpi``, tight box, no software tag): a
+    notebook's inline figure and its page carry the saved panel's pixels, not a coarser redraw."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=plt.rcParams["savefig.dpi"], bbox_inches="tight", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def shown_width(fig, png: bytes | None = None) -> int:
+    """The width (px) a page shows ``fig``'s PNG at: as large as if drawn at ``figure.dpi`` (the PNG holds
+    ``savefig.dpi / figure.dpi`` times as many pixels, which a page's high-density screen uses)."""
+    import struct
+
+    png = figure_png(fig) if png is None else png
+    px = struct.unpack(">I", png[16:20])[0]
+    saved = plt.rcParams["savefig.dpi"]
+    return px if saved == "figure" else round(px * plt.rcParams["figure.dpi"] / float(saved))
+
+
 def _describe_figures() -> None:
     """In IPython, wrap the PNG formatter of matplotlib figures (set by ``%matplotlib inline``) so that
     the output's metadata carries ``alt`` = :func:`figure_alt` (:mod:`lib.pages` writes it into the page)."""
@@ -359,11 +380,10 @@ def _describe_figures() -> None:
         return
 
     def png_with_alt(fig):
-        out = inner(fig)
-        if out is None:
-            return None
-        data, meta = out if isinstance(out, tuple) else (out, {})
-        return data, {**(meta or {}), "alt": figure_alt(fig)}
+        if not fig.axes and not fig.texts:
+            return inner(fig)  # nothing drawn: the inline backend's own (empty) answer
+        png = figure_png(fig)
+        return png, {"alt": figure_alt(fig), "width": shown_width(fig, png)}
 
     png_with_alt._adds_alt = True
     fmt.for_type(Figure, png_with_alt)

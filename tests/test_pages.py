@@ -140,3 +140,63 @@ def test_every_page_linked_from_the_readme_stands_alone_with_every_figure_of_its
     assert sum(1 for d, s in shown if d or s) == cells, \
         f"{link} has another set of figure cells than notebooks/{page.stem}.ipynb: re-render it"
     assert len(pages.PNG_IMG.findall(html)) >= at_least
+
+
+def _with_injected_cell(cell_id: str) -> nbformat.NotebookNode:
+    nb = _notebook({"image/png": _png_b64(), "text/plain": "<Figure>"})
+    injected = nbformat.v4.new_code_cell("scale = 'cpu'", metadata={"tags": [pages.INJECTED]})
+    injected["id"] = cell_id  # papermill draws a new random one each run
+    nb.cells.insert(0, injected)
+    for k, cell in enumerate(nb.cells[1:], 1):  # the source notebook's ids, the same in every run
+        cell["id"] = f"source-{k}"
+    return nb
+
+
+def test_a_rerun_renders_the_same_page(tmp_path):
+    """papermill gives its injected-parameters cell a random id each run: the page (and the executed notebook,
+    lib.reproduce rewrites it) carries a fixed one, so re-running leaves the tree clean."""
+    a, b = _with_injected_cell("46293b74"), _with_injected_cell("c33bbd2a")
+    assert a.cells[0]["id"] != b.cells[0]["id"]  # planted: two runs' notebooks differ ...
+    pa = pages.render_node(a, tmp_path / "a.html", "p").read_text()
+    pb = pages.render_node(b, tmp_path / "b.html", "p").read_text()
+    assert pa == pb and 'id="cell-id=injected-parameters"' in pa  # ... their pages do not
+    assert pages.stable_ids(a) == 1 and pages.stable_ids(a) == 0 and a.cells[0]["id"] == pages.INJECTED
+    twice = _with_injected_cell("x")
+    twice.cells[1]["id"] = twice.cells[2]["id"] = "same"  # a duplicate id gets its position
+    pages.stable_ids(twice)
+    assert len({c["id"] for c in twice.cells}) == 3
+
+
+def test_a_page_stores_its_pngs_compactly_at_their_pixel_size():
+    from PIL import Image
+
+    png = (REPO_ROOT / "figures" / "smoke" / "fig1a_conformity_vs_fitness.png").read_bytes()
+    b64 = base64.b64encode(png).decode()
+    small = pages.compact_png(b64)
+    assert len(small) < len(b64)
+    with Image.open(io.BytesIO(base64.b64decode(small))) as im, Image.open(io.BytesIO(png)) as orig:
+        assert im.size == orig.size
+    assert pages.compact_png(small) == small  # already compact: kept
+
+
+PAGE_LIMIT = 5e6  # bytes: a page a reader downloads
+
+
+@pytest.mark.parametrize("page", sorted((REPO_ROOT / "figures" / "cpu" / "notebooks").glob("*.html")),
+                         ids=lambda p: p.name)
+def test_a_committed_page_is_small_and_shows_figures_at_the_saved_resolution(page):
+    """Each page stays under 5 MB and shows every figure with the pixels of the saved PNG (savefig.dpi), at the
+    width it would have drawn at figure.dpi: a 1373-px redraw of a 2480-px panel is what this catches."""
+    from PIL import Image
+
+    html = page.read_text(encoding="utf-8")
+    assert len(html.encode()) < PAGE_LIMIT, f"{page.name}: {len(html.encode()) / 1e6:.1f} MB"
+    for m in re.finditer(r"<img\b([^>]*)>", html):
+        src = re.search(r'src="data:image/png;base64,([^"]+)"', m[1])
+        width = re.search(r'\bwidth="?(\d+)', m[1])
+        if not src:
+            continue
+        with Image.open(io.BytesIO(base64.b64decode(src[1]))) as im:
+            px = im.size[0]
+        assert width and px >= 1.7 * int(width[1]), (page.name, px, width and width[1],
+                                                      re.search(r'alt="([^"]{0,60})', m[1])[1])
