@@ -32,7 +32,7 @@ def test_every_committed_society_folder_keeps_its_config_hash(manifest):
 def test_every_society_config_is_an_overlay_of_the_base():
     files = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base")
     assert {p.parent.name for p in files} == {"society", "society_crossover", "society_lexicase",
-                                              "society_recombination", "society_study"}
+                                              "society_lineage", "society_recombination", "society_study"}
     for p in files:
         raw = yaml.safe_load(p.read_text())
         assert "extends" in raw, p
@@ -87,7 +87,8 @@ def test_the_config_reads_typed_by_attribute_and_plain_by_key():
     assert cfg.resolve_arm("full@matched").n_inherit == cfg.spec_train  # the arm carries its budget
     assert set(dict(cfg)) == set(SocietyConfig.schema()) and set(SCHEMA) == set(dict(cfg)) - {"experiment", "kind",
                                                                                              "scale"}
-    assert set(SHARD_KEYS) == {"arms", "seeds", "seed", "arm_seeds"} and LATER_KEYS == {"n_select": 0, "grids": "seed", "repair_share": 0.25}
+    assert set(SHARD_KEYS) == {"arms", "seeds", "seed", "arm_seeds"} and LATER_KEYS == {"n_select": 0, "grids": "seed", "repair_share": 0.25,
+                                                                                  "lineage_steps": 0}
     assert not set(cfg.core) & set(SHARD_KEYS) and cfg.hash == config_hash(dict(cfg.core))
 
 

@@ -51,23 +51,29 @@ TRAINERS = ("batched", "sequential")
 @dataclass(frozen=True)
 class Job:
     """One adapter to train: its tasks, its seed (initialisation and data order) and its epochs; ``init``: an
-    adapter folder to start from (its factors, :func:`lib.engines.lora.read_factors`) instead of a fresh LoRA."""
+    adapter folder to start from (its factors, :func:`lib.engines.lora.read_factors`) instead of a fresh LoRA;
+    ``steps``: exactly this many optimizer steps instead (the epochs' batches, as many epochs as needed, cut
+    there: a budget counted in steps)."""
 
     tasks: Sequence[Task]
     seed: int
     epochs: int
     init: Path | None = None
+    steps: int | None = None
 
 
-def schedule(n: int, *, epochs: int, seed: int, batch_size: int) -> list[np.ndarray]:
+def schedule(n: int, *, epochs: int, seed: int, batch_size: int, steps: int | None = None) -> list[np.ndarray]:
     """The reference's batches of task indices: per epoch a permutation of ``range(n)`` drawn from
-    ``default_rng(seed)``, cut into batches of ``batch_size`` (the last one smaller)."""
+    ``default_rng(seed)``, cut into batches of ``batch_size`` (the last one smaller). ``steps``: the first
+    ``steps`` batches of as many epochs as they need (``epochs`` is then ignored)."""
+    if steps is not None:
+        epochs = -(-int(steps) // -(-n // batch_size))
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(epochs):
         order = rng.permutation(n)
         out += [order[s:s + batch_size] for s in range(0, n, batch_size)]
-    return out
+    return out if steps is None else out[:int(steps)]
 
 
 def initial_factors(base, seed: int, *, r: int, alpha: int, targets) -> dict[str, list]:
@@ -195,7 +201,8 @@ def train_many(base, jobs: Sequence[Job], *, spec: LoraSpec = LoraSpec(), max_ro
             for p in ab:
                 p.requires_grad_(True)
     opts = [torch.optim.AdamW([p for ab in f.values() for p in ab], lr=spec.lr, weight_decay=0.0) for f in factors]
-    plans = [schedule(len(j.tasks), epochs=j.epochs, seed=j.seed, batch_size=spec.batch_size) for j in jobs]
+    plans = [schedule(len(j.tasks), epochs=j.epochs, seed=j.seed, batch_size=spec.batch_size, steps=j.steps)
+             for j in jobs]
     losses, tokens, padded = _train_steps(base, jobs, plans, factors, opts, spec, max_rows)
     if counter is not None:
         counter(train_steps=sum(map(len, plans)), train_tokens=tokens, train_padded_tokens=padded)
@@ -277,7 +284,7 @@ def train_loras(base, jobs: Sequence[Job], paths: Sequence[str | Path], *, train
         return []
     if trainer == "sequential":
         return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=spec, counter=counter,
-                                    init=j.init) for j, p in zip(jobs, paths)]
+                                    init=j.init, steps=j.steps) for j, p in zip(jobs, paths)]
     trained = train_many(base, jobs, spec=spec, max_rows=max_rows, counter=counter)
     return [publish_factors(f, p, r=spec.r, alpha=spec.alpha) for (f, _), p in zip(trained, paths)]
 

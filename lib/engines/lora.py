@@ -108,11 +108,11 @@ def adapter_params(base, name: str) -> list:
 
 
 def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, seed: int = 0,
-                  lr: float = 3e-3, batch_size: int = 16, counter=None) -> dict:
+                  lr: float = 3e-3, batch_size: int = 16, counter=None, steps: int | None = None) -> dict:
     """Supervised fine-tuning of adapter ``name`` on ``tasks`` (cross-entropy on answer tokens only).
 
-    AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)``; only the
-    adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
+    AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)`` (``steps``: exactly
+    that many optimizer steps, over as many passes as they need); only the adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
     ``counter(train_steps=…, train_tokens=…, train_padded_tokens=…)`` receives the work done (a
     :class:`PhaseTimer`'s count; padded: the batch's rows × its longest sequence).
     Whatever happens, the model is left as it was found: in eval mode, the adapter frozen, the idle
@@ -128,6 +128,9 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
         p.requires_grad_(True)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng(seed)
+    cap = steps
+    if cap is not None:
+        epochs = -(-int(cap) // -(-len(tasks) // batch_size))
     steps, tokens, padded, last = 0, 0, 0, []
     try:
         base.model.train()
@@ -135,6 +138,8 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
             order = rng.permutation(len(tasks))
             last = []
             for s in range(0, len(order), batch_size):
+                if cap is not None and steps >= cap:
+                    break
                 ids, att, lab = encode_batch(base, [tasks[k] for k in order[s:s + batch_size]], base.device)
                 loss = base.model(input_ids=ids, attention_mask=att, labels=lab).loss
                 tokens += int(att.sum())
@@ -279,7 +284,7 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
-                        spec: LoraSpec = LoraSpec(), counter=None, init=None) -> Path:
+                        spec: LoraSpec = LoraSpec(), counter=None, init=None, steps: int | None = None) -> Path:
     """A LoRA (``spec``) trained on ``tasks`` and saved to ``path`` (then detached): fresh, or started from the
     adapter folder ``init`` (its update, at ``spec``'s scaling: :func:`read_factors`)."""
     name = "_train"
@@ -291,7 +296,7 @@ def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs
         load_adapter(base, name, start)
         shutil.rmtree(start, ignore_errors=True)
     train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=spec.lr, batch_size=spec.batch_size,
-                  counter=counter)
+                  counter=counter, steps=steps)
     save_adapter(base, name, path)
     remove_adapter(base, name)
     return Path(path)

@@ -19,16 +19,18 @@ other place arm names are written). Adding an arm is one entry here plus its cod
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from lib.core.palette import TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT
+from lib.core.palette import TOL_BRIGHT, TOL_EXTRA, TOL_MUTED, TOL_VIBRANT
 
 ROLES = ("reference", "primary", "secondary", "baseline")
 SELECTIONS = ("qd", "top", "niche", "lexicase")  # lib.society.generation.select
 # what a child learns from (lib.society.generation): its source's answers (distill), only the verified ones
 # (verified), nothing: it is the screened merge (merge); the union of several teachers' verified answers, as a
-# fresh LoRA (crossover) or as a repair of the screened merge (repair); "gold" is crossover's control (@gold)
-INHERITS = ("distill", "verified", "merge", "crossover", "repair", "gold")
+# fresh LoRA (crossover) or as a repair of the screened merge (repair) or as one parent's LoRA trained further
+# (continue); "gold" is crossover's control (@gold)
+INHERITS = ("distill", "verified", "merge", "crossover", "repair", "gold", "continue")
 MERGE_KINDS = ("exact", "linear", "sum", "ties")  # lib.society.generation.MERGES
 
 
@@ -71,7 +73,7 @@ class ArmSpec:
         return self.role == "baseline"
 
 
-B, M, V = TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT
+B, M, V, X = TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT, TOL_EXTRA
 ARMS: tuple[ArmSpec, ...] = (
     # the seed's arms (002: v1 full, no_grounding, no_sex, no_diversity; v2 adds sex_linear)
     ArmSpec("full", "reference", "the exact merge; the reference, run beside them",
@@ -117,6 +119,14 @@ ARMS: tuple[ArmSpec, ...] = (
             Look(V["teal"], "D"), inherit="repair", budget="repair"),
     ArmSpec("niche_crossover", "secondary", "crossover with a niche per family", "niches + data crossover",
             Look(V["magenta"], "^"), merge=None, selection="niche", inherit="crossover", budget="matched"),
+    # the lineage study's designs (configs/society_lineage/): a child continues one parent's LoRA
+    ArmSpec("continue", "primary", "two candidate children per pair, each one parent's LoRA trained further at "
+            "crossover's budget on both parents' verified answers; the one better on the screening pool is the child",
+            "population-based training: copy a member's weights and keep training (Jaderberg et al. 2017)",
+            Look(X["dark_blue"], "*"), merge=None, inherit="continue", budget="matched"),
+    ArmSpec("continue_archive", "secondary", "continue; the teachers also include the archive's elite of every "
+            "cell neither parent is above the base on", "population-based training with MAP-Elites' elites as teachers",
+            Look(X["ochre"], "P"), merge=None, inherit="continue", budget="matched", archive=True),
     # named variants with a role or look of their own
     ArmSpec("full@matched", "primary", "each child trains as long as a founder",
             "distillation at a founder's budget", Look(B["green"], "8")),
@@ -130,6 +140,8 @@ ARMS: tuple[ArmSpec, ...] = (
             "the control: what verification loses by covering only what the teachers solve", Look(V["cyan"], "P")),
     ArmSpec("verified@g0", "secondary", "verified inheritance, selection ungrounded",
             "verified inheritance, selection ungrounded"),
+    ArmSpec("continue@higher", "secondary", "continue with one candidate only, from the parent with the higher "
+            "selection score", "population-based training's exploit rule (copy the better member)"),
     # the field's one-shot merges and multitask training on the same founders (lib.society.baselines)
     ArmSpec("baseline_soup", "baseline", look=Look(M["wine"], "h", "soup"), one_shot=True),
     ArmSpec("baseline_task_arithmetic", "baseline", look=Look(M["olive"], "<", "task arith."), one_shot=True),
@@ -145,8 +157,15 @@ ARMS: tuple[ArmSpec, ...] = (
             Look(M["cyan"], "H", "distill all, iterated")),
     ArmSpec("baseline_multitask@steps", "baseline", "multitask at one child's steps: a founder's budget of its "
             "gold tasks", "multitask at matched steps", Look(M["purple"], "d", "multitask, 1 child's steps")),
+    ArmSpec("baseline_distill_all@lineage", "baseline", "one fresh LoRA on the union of all founders' and the base's "
+            "verified answers to every generation's inheritance prompts, for as many steps as a continue lineage "
+            "(lineage_steps)", "rejection-sampling fine-tuning at a lineage's compute",
+            Look(X["black"], "8", "distill all, a lineage's steps")),
+    ArmSpec("baseline_continue_all", "baseline", "the founder best on the selection pool, continued on distill "
+            "all@lineage's data for its steps", "sequential fine-tuning from the best specialist",
+            Look(X["pear"], "<", "best founder, continued")),
 )
-del B, M, V
+del B, M, V, X
 SPECS: dict[str, ArmSpec] = {a.name: a for a in ARMS}
 if len(SPECS) != len(ARMS):
     raise RuntimeError("lib.society.arms: an arm is declared twice")
@@ -174,6 +193,33 @@ if not {NO_GROUNDING, SEED_BUDGET_ARM} <= set(SPECS):
     raise RuntimeError("lib.society.arms: a named arm is missing from ARMS")
 if not all(a.startswith(BASELINE_PREFIX) for a in BASELINES):
     raise RuntimeError(f"lib.society.arms: every baseline is named {BASELINE_PREFIX}<method>")
+
+
+# The one-shot frontier (configs/society_lineage/): ``<baseline>@k<k>`` trains that baseline's one LoRA for k x one
+# founder's optimizer steps (lib.society.baselines.frontier_steps), any k > 0.
+FRONTIER = ("baseline_distill_all", "baseline_multitask")
+
+
+LINEAGE_BASELINES = ("baseline_distill_all@lineage", "baseline_continue_all")  # they train for lineage_steps
+if not set(LINEAGE_BASELINES) <= set(BASELINES):
+    raise RuntimeError("lib.society.arms: a lineage baseline is missing from ARMS")
+
+
+def frontier_k(arm: str) -> float | None:
+    """``k`` of a frontier arm ``<baseline>@k<k>`` (``baseline_distill_all@k0.25`` → 0.25); ``None`` otherwise."""
+    base, _, mod = str(arm).partition("@")
+    if base not in FRONTIER or not mod.startswith("k"):
+        return None
+    try:
+        k = float(mod[1:])
+    except ValueError:
+        return None
+    return k if k > 0 and math.isfinite(k) else None
+
+
+def known_baseline(arm: str) -> bool:
+    """A baseline of :data:`ARMS` or a frontier point ``<baseline>@k<k>``."""
+    return arm in BASELINES or frontier_k(arm) is not None
 
 
 def spec(name: str) -> ArmSpec | None:

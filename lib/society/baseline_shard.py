@@ -36,7 +36,7 @@ def run_baseline_shard(job: ShardJob) -> list[float]:
     with clock("load"):
         for n, d in zip(names, dirs):
             load_adapter(job.base, n, d)
-    res, metrics = _measure(job, names, clock)
+    res, metrics = _measure(job, names, dirs, clock)
     remove_all(job.base)
     gold = spec(arm).base == MULTITASK  # trained on the founders' gold tasks, not from the founders
     founders_steps = 0 if gold else cfg.agents * lora_steps(cfg.spec_train, cfg.spec_epochs, cfg.batch_size)
@@ -52,28 +52,29 @@ def run_baseline_shard(job: ShardJob) -> list[float]:
     return [wall]
 
 
-def _measure(job: ShardJob, names: list[str], clock: PhaseClock) -> tuple[Result, dict]:
-    """Build the baseline from the founders attached as ``names`` (hyperparameters chosen on val) and
-    measure it, under the clock's ``baseline`` phase: ``(its result, its metrics)``."""
+def _measure(job: ShardJob, names: list[str], dirs: list, clock: PhaseClock) -> tuple[Result, dict]:
+    """Build the baseline from the founders attached as ``names`` (their folders ``dirs``; hyperparameters chosen
+    on val) and measure it, under the clock's ``baseline`` phase: ``(its result, its metrics)``."""
     base, cfg, arm, seed = job.base, job.cfg, job.arm, job.seed
     p = pools_for(cfg, seed)
 
     def answer(name, prompts):
         return generate(base, prompts, adapter=name, hard=cfg.hard, batch_size=cfg.gen_batch, counter=clock.count)
 
-    def train(tasks, round_):  # round 0: the seed's multitask stream, as before the iterated baseline
+    def train(tasks, round_, steps=None, init=None):  # round 0: the seed's multitask stream, as before the iterated baseline
         d = cfg.adapters_root() / f"s{seed}" / arm / "multitask"
-        train_loras(base, [Job(tasks, child_seed(seed, arm, round_, 0), cfg.spec_epochs)], [d], trainer=job.trainer,
-                    counter=clock.count, **cfg.lora_kw())
+        train_loras(base, [Job(tasks, child_seed(seed, arm, round_, 0), cfg.spec_epochs, init=init, steps=steps)], [d],
+                    trainer=job.trainer, counter=clock.count, **cfg.lora_kw())
         load_adapter(base, "multitask", d)
-        return "multitask", lora_steps(len(tasks), cfg.spec_epochs, cfg.batch_size)
+        return "multitask", steps if steps is not None else lora_steps(len(tasks), cfg.spec_epochs, cfg.batch_size)
 
     union = [x for i in range(cfg.agents)
              for x in founder_tasks(cfg, founder_family(cfg.families, i), founder_seed(seed, i))]
     with clock("baseline"):
         res = run_baseline(arm, Founders(base, names, cfg, val=p.val, seed=seed, tasks=union, verifier=job.verifier,
                                          answer=answer, train=train,
-                                         inherit=lambda t: inheritance_pool(cfg, seed, t, n_inherit=cfg.spec_train)))
+                                         inherit=lambda t: inheritance_pool(cfg, seed, t, n_inherit=cfg.spec_train),
+                                         dirs=dirs, selection=p.selection))
         metrics = baseline_metrics(res, answer, test=p.test, val=p.val, s=cfg, verifier=job.verifier,
                                    selection=p.selection)
     return res, metrics

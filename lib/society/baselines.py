@@ -22,7 +22,16 @@ returns one adapter; its hyperparameters are chosen on val, never on test:
   and the bare base's verified answers (:func:`lib.society.crossover.verified_union`) over the
   inheritance prompts (generation 0's pool of ``spec_train`` prompts): the one-shot twin of
   ``crossover_archive``; ``baseline_distill_all@iterated`` repeats it once per breeding generation ``t`` on
-  generation ``t``'s prompts, the last round's model joining the founders and the base as a teacher (STaR).
+  generation ``t``'s prompts, the last round's model joining the founders and the base as a teacher (STaR);
+- ``baseline_distill_all@lineage`` — one fresh LoRA on the union of every founder's and the base's verified
+  answers to *every* generation's inheritance prompts (all the prompts a society's children see over the run),
+  trained for ``lineage_steps`` optimizer steps: a ``continue`` lineage's, founder to last generation
+  (:func:`lineage_data`); ``baseline_continue_all`` — the founder best on the selection pool, its LoRA trained
+  further on the same data for the same steps (sequential fine-tuning: one model, continued);
+- the one-shot frontier ``baseline_distill_all@k<k>`` and ``baseline_multitask@k<k>`` — distill-all's data
+  (generation 0's union) and the founders' gold tasks, each trained for ``round(k · F)`` optimizer steps, ``F``
+  one founder's (:func:`frontier_steps`); the modifier leaves the seed's random stream alone, so the points of
+  one line share their initialisation and data order (each is a prefix of the longest).
 
 TIES and DARE act on the updates ``ΔWᵢ = sᵢ BᵢAᵢ`` themselves (peft's ``ties_svd`` / ``dare_ties_svd``
 with the full rank of each module, so the SVD back to a LoRA loses nothing), not on the A and B
@@ -44,7 +53,7 @@ from lib.core.tasks import Task
 from lib.society.generation import prompts, test_accuracy
 from lib.engines.generate import BASE_ROW
 from lib.engines.merge import full_rank, merge_adapters
-from lib.society.arms import BASELINE_PREFIX, BASELINES, is_baseline  # noqa: F401  (is_baseline: re-exported)
+from lib.society.arms import BASELINE_PREFIX, BASELINES, DISTILL_ALL, frontier_k, is_baseline  # noqa: F401  (is_baseline: re-exported)
 from lib.society.config import SocietyConfig
 from lib.society.crossover import verified_union
 
@@ -141,9 +150,11 @@ def lorahub_weights(n: int, budget: int, objective: Callable[[np.ndarray], float
 class Founders:
     """What a baseline is built from: the attached ``founders`` (adapter names) on ``base``, the run's settings,
     its ``val`` pool and seed, the union of the founders' training tasks, the verifier, ``answer(adapter,
-    prompts)`` (generates with one adapter; :data:`BASE_ROW`: the bare base), ``train(tasks, round) -> (name,
-    steps)`` (trains, seeded by the round, and attaches a fresh LoRA at a founder's epochs) and ``inherit(t)``
-    (generation ``t``'s inheritance prompts at a founder's budget)."""
+    prompts)`` (generates with one adapter; :data:`BASE_ROW`: the bare base), ``train(tasks, round, steps=None,
+    init=None) -> (name, steps)`` (trains, seeded by the round, and attaches a LoRA: fresh or from the adapter
+    folder ``init``, at a founder's epochs or for exactly ``steps`` optimizer steps), ``inherit(t)``
+    (generation ``t``'s inheritance prompts at a founder's budget), the founders' adapter folders ``dirs`` (in
+    ``names``' order) and the ``selection`` pool."""
 
     base: object
     names: Sequence[str]
@@ -155,6 +166,8 @@ class Founders:
     answer: Callable[[str, Sequence[str]], list[str]]
     train: Callable[[Sequence[Task], int], tuple[str, int]]
     inherit: Callable[[int], list[Task]] = lambda t: []
+    dirs: Sequence = ()
+    selection: Sequence[Task] = ()
 
     def val_acc(self, name: str) -> float:
         return fitness_of(self.answer(name, prompts(self.val)), self.val, self.s.families, self.verifier)["overall"]
@@ -226,17 +239,66 @@ def _distill_all_iterated(f: Founders) -> Result:
     return Result(name, 0, steps, chosen)
 
 
+def frontier_steps(s: SocietyConfig, k: float) -> int:
+    """Optimizer steps of a frontier point: ``round(k · F)``, ``F`` = one founder's steps (``spec_train`` tasks x
+    ``spec_epochs`` in batches of ``batch_size``); at least 1."""
+    per = s.spec_epochs * -(-s.spec_train // s.batch_size)
+    return max(1, round(k * per))
+
+
+def lineage_data(f: Founders) -> list[Task]:
+    """The verified union of every founder's and the bare base's answers to every breeding generation's
+    inheritance prompts (``t = 0 … G − 2``), each (prompt, answer) once."""
+    pool = [x for t in range(f.s.generations - 1) for x in f.inherit(t)]
+    return verified_union(pool, [f.answer(n, prompts(pool)) for n in [*f.names, BASE_ROW]], f.verifier)
+
+
+def _distill_all_lineage(f: Founders) -> Result:
+    data = lineage_data(f)
+    name, steps = f.train(data, 0, steps=f.s.lineage_steps)
+    return Result(name, 0, steps, {"inherit_n": len(data)})
+
+
+def _continue_all(f: Founders) -> Result:
+    """The founder with the best selection-pool accuracy (ties: the first), trained further on
+    :func:`lineage_data` for ``lineage_steps`` steps; its choice costs one evaluation per founder."""
+    if not f.selection:
+        raise ValueError("baseline_continue_all chooses its founder on the selection pool: set n_select > 0")
+    acc = [fitness_of(f.answer(n, prompts(f.selection)), f.selection, f.s.families, f.verifier)["overall"]
+           for n in f.names]
+    best = int(np.argmax(acc))
+    data = lineage_data(f)
+    name, steps = f.train(data, 0, steps=f.s.lineage_steps, init=f.dirs[best])
+    return Result(name, len(f.names), steps, {"founder": best, "inherit_n": len(data)})
+
+
+def _frontier(arm: str, f: Founders) -> Result:
+    """A frontier point: distill-all's data or the founders' gold tasks for :func:`frontier_steps` steps."""
+    k = frontier_k(arm)
+    if arm.split("@", 1)[0] == DISTILL_ALL:
+        pool = f.inherit(0)
+        data = verified_union(pool, [f.answer(n, prompts(pool)) for n in [*f.names, BASE_ROW]], f.verifier)
+    else:
+        data = list(f.tasks)
+    name, steps = f.train(data, 0, steps=frontier_steps(f.s, k))
+    return Result(name, 0, steps, {"k": k, "train_n": len(data)})
+
+
 # each baseline's method (its arm is baseline_<method>, lib.society.arms)
 BUILDERS: dict[str, Callable[[Founders], Result]] = {
     "soup": _soup, "task_arithmetic": _task_arithmetic, "ties": _ties_like("ties"), "dare_ties": _ties_like("dare_ties"),
     "lorahub": _lorahub, "multitask": _multitask, "multitask@steps": _multitask_steps, "distill_all": _distill_all,
-    "distill_all@iterated": _distill_all_iterated}
+    "distill_all@iterated": _distill_all_iterated, "distill_all@lineage": _distill_all_lineage,
+    "continue_all": _continue_all}
 if {BASELINE_PREFIX + m for m in BUILDERS} != set(BASELINES):
     raise RuntimeError("lib.society.baselines: every baseline of lib.society.arms needs exactly one builder")
 
 
 def run_baseline(arm: str, founders: Founders) -> Result:
-    """Build baseline ``arm`` from ``founders``; its hyperparameters are chosen on their val pool."""
+    """Build baseline ``arm`` (a frontier point ``<baseline>@k<k>`` too) from ``founders``; its hyperparameters are
+    chosen on their val pool."""
+    if frontier_k(arm) is not None:
+        return _frontier(arm, founders)
     build = BUILDERS.get(arm.removeprefix(BASELINE_PREFIX)) if is_baseline(arm) else None
     if build is None:
         raise ValueError(f"unknown baseline {arm!r}; choose from {list(BASELINES)}")

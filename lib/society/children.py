@@ -1,6 +1,7 @@
 """The next generation's adapters on disk: elites copied, children trained on their inherited answers
-(or, for an arm that inherits parameters, the screened merge itself truncated and mutated), and the
-previous generation's adapters deleted once they are no longer needed."""
+(or, for an arm that inherits parameters, the screened merge itself truncated and mutated; for a ``continue``
+arm, each candidate a parent's LoRA trained further, :func:`candidate_dir`), and the previous generation's
+adapters deleted once they are no longer needed."""
 from __future__ import annotations
 
 import shutil
@@ -41,14 +42,30 @@ def save_inherited_merges(agents, children: list[Child], out: Path, *, rank: int
     return energy
 
 
+def candidate_dir(out: Path, child: int, parent: int) -> Path:
+    """Where the ``continue`` candidate of child ``child`` that started from parent ``parent`` is trained."""
+    return out / f"cand{child}p{parent}"
+
+
+def keep_candidate(out: Path, child: int, starts: tuple[int, ...], winner: int) -> Path:
+    """The winning candidate (``starts[winner]``) becomes ``out/agent<child>``; the others are deleted."""
+    for k, p in enumerate(starts):
+        if k != winner:
+            shutil.rmtree(candidate_dir(out, child, p), ignore_errors=True)
+    return candidate_dir(out, child, starts[winner]).rename(out / f"agent{child}")
+
+
 def train_children(base, children: list[Child], parents: list[Path], out: Path, *, arm: Arm, cfg: SocietyConfig,
-                   counter=None, trainer: str = "batched") -> list[Path]:
+                   counter=None, trainer: str = "batched", origins: dict[int, tuple[int, ...]] | None = None
+                   ) -> list[Path]:
     """The next generation's adapter folders under ``out``: elites copied, children trained on their data for
     ``arm.epochs`` (the arm's budget; all at once, :func:`lib.engines.batched.train_loras`, with the config's
     LoRA) — fresh LoRAs, or, for ``merge_repair``, from the truncated merge on disk
     (:func:`save_inherited_merges`). A degenerate child (too few usable answers) is a copy of its source: the
     merge already on disk (:func:`save_merged_sources`, :func:`save_inherited_merges`) or its first parent.
-    ``inherit_merge``: the children are already on disk; nothing is trained."""
+    ``inherit_merge``: the children are already on disk; nothing is trained. ``continue``: each trained child's
+    candidates, one per parent in ``origins[c]`` (:func:`lib.society.generation.continue_starts`), start from that
+    parent's adapter and go to :func:`candidate_dir`; the child's own folder is filled by :func:`keep_candidate`."""
     dirs, jobs, todo, starts = [], [], [], []
     for ch in children:
         if ch.elite:
@@ -65,6 +82,10 @@ def train_children(base, children: list[Child], parents: list[Path], out: Path, 
         elif ch.degenerate:
             if ch.source.merge_winner is None:
                 copy_adapter(parents[ch.parents[0]], d)
+        elif arm.continues:
+            for p in origins[ch.index]:
+                jobs.append(Job(ch.data, ch.seed, arm.epochs, init=parents[p]))
+                todo.append(candidate_dir(out, ch.index, p))
         else:
             jobs.append(Job(ch.data, ch.seed, arm.epochs))
             todo.append(d)

@@ -22,7 +22,8 @@ from lib.core.paths import DATA, REPO_ROOT, config_path, runs_dir
 from lib.core.tasks import FAMILIES
 
 from lib.engines.lora import ALL_LINEAR, TARGETS
-from lib.society.arms import BASELINES, KIND_ARMS as KINDS, SEED_ARMS, design, switches
+from lib.society.arms import (BASELINES, KIND_ARMS as KINDS, LINEAGE_BASELINES, SEED_ARMS, design, known_baseline,
+                              switches)
 
 # The seed's own child budget (seed 002: ``n_candidates`` 6 merges screened per pair, ``epochs`` 2 of child
 # SFT over the 240 inherited answers), the arm modifier ``@seed_budget``; the cpu configs screen 2 and train 1.
@@ -58,6 +59,7 @@ class Arm:
     epochs: int = 1            # ... and its epochs over it
     n_candidates: int = 2      # merges screened per pair of parents
     archive: bool = False      # the teachers include the archive's elites (lib.society.crossover)
+    candidates: str = "both"   # continue: a child from each parent, screened ("both"), or from the higher-scored
 
     @property
     def grounded(self) -> bool:
@@ -77,7 +79,12 @@ class Arm:
     def from_teachers(self) -> bool:
         """A child trains on its teachers' verified answers (``crossover``, ``repair``) or their prompts' gold
         answers (``gold``): :mod:`lib.society.crossover`."""
-        return self.inherit in ("crossover", "repair", "gold")
+        return self.inherit in ("crossover", "repair", "gold", "continue")
+
+    @property
+    def continues(self) -> bool:
+        """A child is one parent's LoRA trained further on its teachers' verified answers (``continue``)."""
+        return self.inherit == "continue"
 
     @property
     def trains(self) -> bool:
@@ -87,27 +94,31 @@ class Arm:
 
 def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
     """An arm name with optional modifiers:
-    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget][@gold]``.
+    ``<arm>[@g<value>][@e<count>][@matched | @inherit<n>x<epochs> | @seed_budget][@gold][@higher]``.
 
     ``"full"`` → ``{"name": "full", "g": g, "elitism": elitism, "budget": None}``; ``"full@g0.25"``
     runs the arm at its own grounding knob (the grounding-knob sweep); ``"full@e1"`` with its own
     number of elites (the elitism comparison); ``"full@matched"`` trains each child as long as a
     founder, ``"full@inherit1000x1"`` on 1000 answers for 1 epoch (the inheritance budget),
     ``"full@seed_budget"`` screens and trains as the seed does (:data:`SEED_BUDGET`);
-    ``"crossover@gold"`` trains on the gold answers of its teachers' prompts. Raises ``ValueError`` on a
+    ``"crossover@gold"`` trains on the gold answers of its teachers' prompts; ``"continue@higher"`` trains one
+    candidate child only, from the parent with the higher selection score. Raises ``ValueError`` on a
     malformed name.
     """
     name, *mods = arm.split("@")
-    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None, "gold": False}
+    out = {"name": name, "g": float(g), "elitism": int(elitism), "budget": None, "gold": False, "higher": False}
     seen = set()
     for m in mods:
-        kind = "budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else m if m == "gold" else m[:1]
+        kind = ("budget" if m in ("matched", "seed_budget") or m.startswith("inherit") else
+                m if m in ("gold", "higher") else m[:1])
         try:
             if kind in seen:
                 raise ValueError
             seen.add(kind)
             if kind == "gold":
                 out["gold"] = True
+            elif kind == "higher":
+                out["higher"] = True
             elif kind == "g":
                 out["g"] = float(m[1:])
             elif kind == "e":
@@ -123,8 +134,8 @@ def parse_arm(arm: str, g: float, elitism: int = 0) -> dict:
                 raise ValueError
         except ValueError:
             raise ValueError(f"arm {arm!r}: expected <arm>[@g<number>][@e<integer>][@matched | @inherit<n>x<epochs> | "
-                             f"@seed_budget][@gold] with each modifier once, e.g. full@g0.25, full@e1, full@matched, "
-                             f"full@inherit1000x1, full@seed_budget or crossover@gold"
+                             f"@seed_budget][@gold][@higher] with each modifier once, e.g. full@g0.25, full@e1, "
+                             f"full@matched, full@inherit1000x1, full@seed_budget, crossover@gold or continue@higher"
                              ) from None
     return out
 
@@ -152,6 +163,12 @@ def arm_design(arm: str, g: float, elitism: int = 0) -> dict:
             raise ValueError(f"arm {arm!r}: @gold replaces the verified answers of a crossover arm's teachers by the "
                              f"gold ones; {p['name']} inherits {d['inherit']!r}")
         d["inherit"] = "gold"
+    d["candidates"] = "both"
+    if p["higher"]:
+        if d["inherit"] != "continue":
+            raise ValueError(f"arm {arm!r}: @higher continues only the parent with the higher selection score, so it "
+                             f"needs a continue arm; {p['name']} inherits {d['inherit']!r}")
+        d["candidates"] = "higher"
     if d["selection"] in ("niche", "lexicase") and st["g"] == 0:
         what = "each family's val accuracy" if d["selection"] == "niche" else "the verifier's verdict on each val item"
         raise ValueError(f"arm {arm!r}: {d['selection']} selection reads {what} (the verifier), which "
@@ -173,7 +190,8 @@ def resolve_arm(cfg, label: str) -> Arm:
     n_candidates = SEED_BUDGET["n_candidates"] if budget == "seed" else cfg["n_candidates"]
     return Arm(label=label, name=parse_arm(label, cfg["g"])["name"], g=s["g"], merge=merge,
                diversity=s["diversity"], elitism=s["elitism"], selection=d["selection"], inherit=d["inherit"],
-               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates, archive=d["archive"])
+               n_inherit=n_inherit, epochs=epochs, n_candidates=n_candidates, archive=d["archive"],
+               candidates=d["candidates"])
 
 
 # ----------------------------------------------------------------------------- the config
@@ -232,6 +250,9 @@ class SocietyConfig(TypedConfig):
     repair_share: float = key(Field(float, 0.25, min=0.0, max=1.0, role="later",
                                     doc="merge_repair: the repair's share of a founder's budget (round(share * "
                                         "spec_train) prompts x spec_epochs)"))
+    lineage_steps: int = key(Field(int, 0, min=0, role="later",
+                                   doc="baseline_distill_all@lineage, baseline_continue_all: their LoRA's optimizer "
+                                       "steps (a continue lineage's, founder to last generation); 0 = no such arm"))
     adapters_dir: str = key(Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"))
 
     @staticmethod
@@ -434,7 +455,7 @@ def _checks(cfg: dict) -> list[str]:
 
 def _arm_ok(cfg: dict, allowed, a: str) -> bool:
     """``a`` is a baseline, or a well-formed arm of this kind with its modifiers in range."""
-    if a in BASELINES:
+    if known_baseline(a):
         return True
     try:
         p = parse_arm(a, cfg["g"], cfg["elitism"])
@@ -447,7 +468,7 @@ def _arm_ok(cfg: dict, allowed, a: str) -> bool:
 def _arm_checks(cfg: dict, allowed) -> list[str]:
     errs, bad = [], []
     for a in cfg["arms"]:
-        if a in BASELINES:
+        if known_baseline(a):
             continue
         try:
             parse_arm(a, cfg["g"], cfg["elitism"])
@@ -470,7 +491,8 @@ def _arm_checks(cfg: dict, allowed) -> list[str]:
     if bad or not cfg["arms"]:
         errs.append(f"arms: {bad or 'none given'} not allowed for kind {cfg['kind']}; choose from {list(allowed)} "
                     f"(or <arm>@g<value in [0, 1]>, <arm>@e<elites>, <arm>@matched, <arm>@inherit<n >= families>x<epochs>) "
-                    f"or the baselines {list(BASELINES)}")
+                    f"or the baselines {list(BASELINES)} (or baseline_distill_all@k<k>, baseline_multitask@k<k>: k x "
+                    f"a founder's steps, k > 0)")
     if len(set(cfg["arms"])) != len(cfg["arms"]):
         errs.append(f"arms: duplicates in {cfg['arms']}")
     return errs
@@ -483,20 +505,24 @@ def _population_checks(cfg: dict, allowed) -> list[str]:
     N, P = cfg["agents"], n_parents(cfg)
     if P > N:
         errs.append(f"n_parents ({P}) > agents ({N})")
-    evolving = [a for a in cfg["arms"] if a not in BASELINES and _arm_ok(cfg, allowed, a)]
+    evolving = [a for a in cfg["arms"] if not known_baseline(a) and _arm_ok(cfg, allowed, a)]
     if P < 2 and any(arm_settings(a, cfg["g"])["sex"] or _design_or_none(cfg, a) in PAIRED for a in evolving):
         errs.append(f"n_parents ({P}) < 2: sexual and crossover arms need two parents per child")
     if any(_design_or_none(cfg, a) == "repair" for a in evolving) and round(
             cfg["repair_share"] * cfg["spec_train"]) < len(cfg["families"]):
         errs.append(f"repair_share ({cfg['repair_share']}) x spec_train ({cfg['spec_train']}) leaves fewer repair "
                     f"prompts than families ({len(cfg['families'])}); raise repair_share")
+    lineage = [a for a in cfg["arms"] if a in LINEAGE_BASELINES]
+    if lineage and cfg["lineage_steps"] < 1:
+        errs.append(f"lineage_steps: {lineage} train for a lineage's optimizer steps; set lineage_steps (> 0) to the "
+                    f"steps of a continue lineage from founder to last generation")
     for e in sorted({parse_arm(a, cfg["g"], cfg["elitism"])["elitism"] for a in evolving} | {cfg["elitism"]}):
         if e > min(P, N - 1):
             errs.append(f"elitism ({e}) must be <= n_parents ({P}) and < agents ({N})")
     return errs
 
 
-PAIRED = ("crossover", "gold", "repair")  # designs whose child has two parents besides the merging arms
+PAIRED = ("crossover", "gold", "repair", "continue")  # designs whose child has two parents besides the merging arms
 
 
 def _design_or_none(cfg: dict, a: str) -> str | None:

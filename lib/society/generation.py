@@ -23,7 +23,10 @@
    verified answers on the inheritance pool (:func:`teach`): its two parents, and with an archive the elite
    of every cell on which neither parent is above the base; ``@gold`` trains on the same prompts' gold
    answers. In ``merge_repair`` the child starts from the ``inherit_merge`` child and is trained on its two
-   parents' verified answers.
+   parents' verified answers. In the ``continue`` arms the teachers' data is the same as ``crossover``'s, but
+   the child is not a fresh LoRA: each parent's LoRA is trained further on it (:func:`continue_starts`: one
+   candidate per parent, or with ``@higher`` only from the parent with the higher selection score), and the
+   candidate better on the screening pool (:func:`pick_candidates`) is the child (in the driver).
 
 Models enter only through an :class:`Agents` object (answer prompts; merge two agents), so every
 step runs with fake agents whose answers are fixed lists (``tests/test_society_steps.py``). Breeding
@@ -370,6 +373,36 @@ class Child:
     def degenerate(self) -> bool:
         """Too few usable answers to train on: the child is a copy of its source."""
         return not self.elite and len(self.data) < MIN_INHERIT
+
+
+def continue_starts(children: Sequence[Child], scores: np.ndarray, candidates: str) -> dict[int, tuple[int, ...]]:
+    """The parents whose LoRAs each trained ``continue`` child starts from (indices in generation ``t``): both
+    parents of the pair, in pair order (``candidates="both"``; one when the pair is a parent twice), or only the
+    one with the higher selection score ``scores`` (``"higher"``, population-based training's exploit rule; a tie
+    keeps the pair's first parent). ``{child index: parents}``; elites and degenerate children have none."""
+    if candidates not in ("both", "higher"):
+        raise ValueError(f"candidates must be 'both' or 'higher', got {candidates!r}")
+    out = {}
+    for ch in children:
+        if ch.elite or ch.degenerate:
+            continue
+        a, b = ch.parents
+        if candidates == "higher":
+            out[ch.index] = (b,) if scores[b] > scores[a] else (a,)
+        else:
+            out[ch.index] = tuple(dict.fromkeys((a, b)))
+    return out
+
+
+def pick_candidates(scores: Sequence[Sequence[float]], rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Per child, ``(winner, tied)``: the candidate with the best screening accuracy ``scores[c][k]`` and how many
+    shared it (1: no tie). Ties are broken by a draw from ``rng`` (not by order, which would favour the first
+    parent); a single candidate wins without a draw."""
+    out = []
+    for v in scores:
+        top = np.flatnonzero(np.asarray(v) == max(v))
+        out.append((int(top[0]) if len(top) == 1 else int(rng.choice(top)), len(top)))
+    return out
 
 
 def reproduce(sources: Sequence[Source], elites: Sequence[int], inheritance: Sequence[Task], *,

@@ -33,6 +33,10 @@ DIAGNOSTICS = {
     "teachers_n": "crossover, merge_repair: the child's teachers (its two parents, and archive elites)",
     "inherit_n_<family>_<region>": "crossover, merge_repair: the child's training answers per family and region",
     "archive_val_<family>_<region>": "crossover_archive: the archive elite's val accuracy on that cell (agent -1)",
+    "continue_from": "continue arms: the parent (index at t) whose LoRA the child continues",
+    "continue_screen_<k>": "continue: the screening-pool accuracy of the candidate that started from the pair's "
+                           "parent k (a: first, b: second); the better one is the child",
+    "continue_tied": "continue: candidates tied at the top screening score (1 = no tie; ties drawn)",
     "inherit_energy": "inherit_merge arms: share of the merge's update energy (sum of squared singular values) "
                       "kept by its truncation to rank r",
 }
@@ -68,11 +72,14 @@ class RowWriter:
             out += [self.row(t, -1, f"base_test_{k}", v) for k, v in base_test.items()]
         return out
 
-    def births(self, t: int, children: list[Child], energy: dict | None = None) -> list[dict]:
+    def births(self, t: int, children: list[Child], energy: dict | None = None,
+               continued: dict | None = None) -> list[dict]:
         """How each agent of generation ``t`` was born (written with generation ``t``); ``energy``:
-        per child of an ``inherit_merge`` arm, the update energy its truncation kept."""
+        per child of an ``inherit_merge`` arm, the update energy its truncation kept; ``continued``: per child of
+        a ``continue`` arm, the parent it continues and its candidates' screening accuracies
+        (:func:`lib.society.shard.screen_candidates`)."""
         out = []
-        energy = energy or {}
+        energy, continued = energy or {}, continued or {}
         for ch in children:
             pa, pb = ch.parents
             out.append(self.row(t, ch.index, "parents", pa * 100 + pb))
@@ -88,6 +95,14 @@ class RowWriter:
                 out.append(self.row(t, ch.index, "teachers_n", len(src.teachers)))
                 cells = Counter(f"{x.family}_{region(x)}" for x in ch.data)
                 out += [self.row(t, ch.index, f"inherit_n_{c}", n) for c, n in sorted(cells.items())]
+            if ch.index in continued:
+                info = continued[ch.index]
+                out.append(self.row(t, ch.index, "continue_from", info["from"]))
+                for k, p in zip("ab", ch.parents):
+                    if p in info["scores"]:
+                        out.append(self.row(t, ch.index, f"continue_screen_{k}", info["scores"][p]))
+                if info["scores"]:
+                    out.append(self.row(t, ch.index, "continue_tied", info["tied"]))
             if not src.agent:  # crossover: no merge, so no source model to measure
                 continue
             out += [self.row(t, ch.index, f"source_test_{k}", v) for k, v in src.test.items()]

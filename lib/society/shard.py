@@ -26,8 +26,8 @@ from lib.operators.ops import fitness_of
 from lib.society import generation as step
 from lib.society.arms import is_baseline
 from lib.society.baseline_shard import run_baseline_shard
-from lib.society.children import (drop_generation, lora_steps, save_inherited_merges, save_merged_sources,
-                                  train_children)
+from lib.society.children import (candidate_dir, drop_generation, keep_candidate, lora_steps, save_inherited_merges,
+                                  save_merged_sources, train_children)
 from lib.society.config import Arm
 from lib.society.crossover import Archive
 from lib.society.elites import attach_elites, start_archive, update_archive
@@ -36,7 +36,7 @@ from lib.society.generation import Agents, Generation
 from lib.society.pools import Pools, pools_for
 from lib.society.rows import COLUMNS
 from lib.society.shard_job import Interrupted, ShardJob, ShardState
-from lib.society.streams import child_seed, generation_rng, selection_rng
+from lib.society.streams import candidate_rng, child_seed, generation_rng, selection_rng
 
 
 @dataclass(frozen=True)
@@ -194,10 +194,39 @@ def next_generation(run: Evolving, gen: Generation, dirs: list[Path], cost: dict
         save_merged_sources(agents, children, out)
         energy = {}
     agents.forget()
+    starts = step.continue_starts(children, gen.sel.scores, a.candidates) if a.continues else {}
     with clock("train"):
         new_dirs = train_children(job.base, children, dirs, out, arm=a, cfg=cfg, counter=clock.count,
-                                  trainer=job.trainer)
-    cost["train_steps"] += sum(lora_steps(len(ch.data), a.epochs, cfg.batch_size) for ch in children
-                               if a.trains and not ch.elite and not ch.degenerate)
+                                  trainer=job.trainer, origins=starts)
+    cost["train_steps"] += sum(lora_steps(len(ch.data), a.epochs, cfg.batch_size) * len(starts.get(ch.index, (0,)))
+                               for ch in children if a.trains and not ch.elite and not ch.degenerate)
     cost["val_evals"] += (N - a.elitism) * a.n_candidates if a.grounded and a.merge else 0  # screening
-    return new_dirs, job.rows.births(t + 1, children, energy)
+    continued = screen_candidates(run, gen, starts, out, cost, clock) if a.continues else {}
+    return new_dirs, job.rows.births(t + 1, children, energy, continued)
+
+
+def screen_candidates(run: Evolving, gen: Generation, starts: dict[int, tuple[int, ...]], out: Path, cost: dict,
+                      clock: PhaseClock) -> dict[int, dict]:
+    """``continue``: each child's candidates (one per parent it started from) answer the screening pool, the one
+    with the best verifier accuracy there becomes the child (:func:`lib.society.generation.pick_candidates`; ties
+    drawn from :func:`lib.society.streams.candidate_rng`), as merge candidates are screened. A child with one
+    candidate takes it unscreened. ``cost`` gains one val evaluation per screened candidate. Returns, per child,
+    ``{"from": the parent it continues, "scores": {parent: screening accuracy}, "tied": candidates tied}``."""
+    job, agents, cfg = run.job, run.agents, run.job.cfg
+    screened = {c: ps for c, ps in starts.items() if len(ps) > 1}
+    names = {(c, p): f"t{gen.t}c{c}p{p}" for c, ps in screened.items() for p in ps}
+    with clock("screen"):
+        for (c, p), n in names.items():
+            agents.load(n, candidate_dir(out, c, p))
+        outs = dict(zip(names, agents.answer(list(names.values()), step.prompts(gen.pools.screen)) if names else []))
+        agents.forget()
+    scores = {c: [fitness_of(outs[c, p], gen.pools.screen, cfg.families, job.verifier)["overall"] for p in ps]
+              for c, ps in screened.items()}
+    picks = dict(zip(scores, step.pick_candidates(list(scores.values()), candidate_rng(job.seed, job.arm, gen.t))))
+    cost["val_evals"] += len(names)
+    out_info = {}
+    for c, ps in starts.items():
+        winner, tied = picks.get(c, (0, 1))
+        keep_candidate(out, c, ps, winner)
+        out_info[c] = {"from": ps[winner], "scores": dict(zip(ps, scores.get(c, []))), "tied": tied}
+    return out_info

@@ -30,6 +30,12 @@ def selection_rng(seed: int, arm: str, t: int) -> np.random.Generator:
     return np.random.default_rng(_stream(seed, arm, t, 1))
 
 
+def candidate_rng(seed: int, arm: str, t: int) -> np.random.Generator:
+    """The rng that breaks ties between a ``continue`` child's candidates at generation ``t`` (a stream of its
+    own, so the other draws of the generation keep their numbers)."""
+    return np.random.default_rng(_stream(seed, arm, t, 2))
+
+
 def child_seed(seed: int, arm: str, t: int, c: int) -> int:
     """Training seed of child ``c`` born at generation ``t`` (its LoRA init and data order).
 
