@@ -3,8 +3,9 @@
 :class:`PeftAgents` is the reference :class:`lib.society.generation.Agents`: ``answer`` is one
 mixed-adapter batched generation through peft (:func:`lib.engines.generate.generate_agents`), ``merge``
 a peft merge (:func:`lib.engines.merge.merge_adapters`). :class:`lib.engines.folded.FoldedAgents` answers
-the same on a float32 base by folding each update into the weights (faster); :func:`make_agents`
-picks one. Tests run the same steps with fake agents.
+the same on a float32 base by folding each update into the weights (faster);
+:class:`lib.engines.multilora.MultiLoraAgents` in mixed batches whose adapted modules apply every row's
+update in two batched matmuls (any dtype and device); :func:`make_agents` picks one. Tests run the same steps with fake agents.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from lib.engines.folded import FoldedAgents
 from lib.engines.generate import BASE_ROW, Counter, generate_agents
 from lib.engines.lora import load_adapter, remove_all, save_adapter
 from lib.engines.merge import TIES_DENSITY, full_rank, merge_adapters
+from lib.engines.multilora import MultiLoraAgents
+
+ENGINES = ("auto", "folded", "peft", "multilora")
 
 
 class PeftAgents:
@@ -46,12 +50,17 @@ class PeftAgents:
 
 
 def make_agents(base, *, engine: str, hard: bool, batch_size: int, counter: Counter | None = None):
-    """The agents of a run: ``"folded"`` (:class:`lib.engines.folded.FoldedAgents`, float32 bases) or
-    ``"peft"`` (:class:`PeftAgents`); ``"auto"``: folded for a float32 base, peft otherwise."""
+    """The agents of a run: ``"folded"`` (:class:`lib.engines.folded.FoldedAgents`, float32 bases),
+    ``"peft"`` (:class:`PeftAgents`, the reference) or ``"multilora"``
+    (:class:`lib.engines.multilora.MultiLoraAgents`, any dtype); ``"auto"``: folded for a float32 base,
+    peft otherwise — the choice the committed rows were made with. On a GPU the fast choice is
+    ``multilora`` in bf16 (the base's dtype at paper scale): one mixed batch per call instead of one
+    decode per agent (folded) or one small matmul pair per adapter and module (peft); pass it
+    explicitly (``python -m lib.society.gpu_run --engine multilora``)."""
     import torch
+    if engine not in ENGINES:
+        raise ValueError(f"unknown agents engine {engine!r}; use one of {', '.join(ENGINES)}")
     if engine == "auto":
         engine = "folded" if next(base.model.parameters()).dtype == torch.float32 else "peft"
-    if engine not in ("folded", "peft"):
-        raise ValueError(f"unknown agents engine {engine!r}; use auto, folded or peft")
-    cls = FoldedAgents if engine == "folded" else PeftAgents
+    cls = {"folded": FoldedAgents, "peft": PeftAgents, "multilora": MultiLoraAgents}[engine]
     return cls(base, hard=hard, batch_size=batch_size, counter=counter)

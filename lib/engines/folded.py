@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from lib.engines.generate import BASE_ROW, Counter, decode_new
 from lib.engines.lora import FILES, check_adapter_dir, publish_factors
@@ -46,19 +46,28 @@ def _lcp(seqs: list[list[int]]) -> int:
     return n
 
 
-def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8):
+def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8, keys: Sequence | None = None,
+                   route: Callable | None = None):
     """Prefill of ``enc`` left-padded to the longest prompt ``L``, as one batch would compute it, but
     with each group's shared part computed once: prompts of equal length whose first tokens agree
     (a task family's ``<bos>sort `` …) share their padding and their longest common prefix, which
     is run for one row and repeated; only the rest runs for every row. Groups smaller than
     ``min_group`` rows are prefilled together, plainly (fewer, larger calls). Returns
-    ``(cache, last logits, attention mask)``, rows in the order of ``enc``."""
+    ``(cache, last logits, attention mask)``, rows in the order of ``enc``.
+
+    Rows whose ``keys`` differ (a mixed-adapter batch: the row's adapter) never share a prefix;
+    ``route(rows)``, when given, is called before every model call with the indices (into ``enc``,
+    a ``LongTensor``) of the rows that call computes, in its batch order. Inputs go to the model's device."""
     import torch
     from transformers import DynamicCache
+    dev = next(model.parameters()).device
+
+    def ids(x):
+        return torch.tensor(x, dtype=torch.long, device=dev)
     L = max(map(len, enc))
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(enc):
-        groups.setdefault((len(p), tuple(p[:3])), []).append(i)
+        groups.setdefault((len(p), tuple(p[:3]), None if keys is None else keys[i]), []).append(i)
     rest = [i for idx in groups.values() if len(idx) < min_group for i in idx]
     groups = [idx for idx in groups.values() if len(idx) >= min_group] + ([rest] if rest else [])
     parts, rows = [], []
@@ -69,15 +78,19 @@ def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8)
         if shared:  # [padding | common prefix] once, then the rest of each prompt
             n = len(seqs[0])
             c = min(_lcp(seqs), n - 1)  # at least one token left per row for its logits
-            head = torch.tensor([[pad] * (L - n) + seqs[0][:c]], dtype=torch.long)
-            head_att = torch.tensor([[0] * (L - n) + [1] * c], dtype=torch.long)
-            tail = torch.tensor([q[c:] for q in seqs], dtype=torch.long)
+            head = ids([[pad] * (L - n) + seqs[0][:c]])
+            head_att = ids([[0] * (L - n) + [1] * c])
+            tail = ids([q[c:] for q in seqs])
             att = torch.cat([head_att.expand(len(idx), -1), torch.ones_like(tail)], 1)
+            if route is not None:  # the group's rows share their key: the head is the first row's
+                route(torch.tensor(idx[:1]))
             model(input_ids=head, attention_mask=head_att, cache=cache, use_cache=True)
             cache.batch_repeat_interleave(len(idx))
         else:  # plain left-padded prefill
-            tail = torch.tensor([[pad] * (L - len(q)) + q for q in seqs], dtype=torch.long)
-            att = torch.tensor([[0] * (L - len(q)) + [1] * len(q) for q in seqs], dtype=torch.long)
+            tail = ids([[pad] * (L - len(q)) + q for q in seqs])
+            att = ids([[0] * (L - len(q)) + [1] * len(q) for q in seqs])
+        if route is not None:
+            route(torch.tensor(idx))
         logits = model(input_ids=tail, attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
         parts.append((cache, logits, att))
         rows += idx
@@ -85,25 +98,27 @@ def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8)
     for layer in range(len(parts[0][0].layers)):
         merged.update(torch.cat([c.layers[layer].keys for c, _, _ in parts]),
                       torch.cat([c.layers[layer].values for c, _, _ in parts]), layer)
-    back = torch.empty(len(rows), dtype=torch.long)
-    back[torch.tensor(rows)] = torch.arange(len(rows))
+    back = torch.empty(len(rows), dtype=torch.long, device=dev)
+    back[ids(rows)] = torch.arange(len(rows), device=dev)
     merged.batch_select_indices(back)
     return merged, torch.cat([lg for _, lg, _ in parts])[back], torch.cat([a for _, _, a in parts])[back]
 
 
 def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int, pad: int,
-                  counter: Counter | None = None):
+                  counter: Counter | None = None, keys: Sequence | None = None, route: Callable | None = None):
     """Greedy continuations of the prompts ``enc`` (token lists), shape ``(rows, max_new_tokens)``,
     ``pad`` after EOS. The prompts are prefilled by :func:`shared_prefill` (left-padded, as HF
     ``generate`` sees them, each group's shared prefix computed once); the model is then called as
     ``generate`` calls it (a growing attention mask, a ``DynamicCache``), and rows leave the batch once
-    they emitted EOS (``generate`` keeps computing finished rows until the whole batch is done)."""
+    they emitted EOS (``generate`` keeps computing finished rows until the whole batch is done).
+    ``keys`` and ``route``: a mixed batch's rows (:func:`shared_prefill`); ``route(rows)`` is also called
+    before every decode step with the rows still in the batch."""
     import torch
-    rows = len(enc)
-    out = torch.full((rows, max_new_tokens), pad, dtype=torch.long)
-    alive = torch.arange(rows)
-    cache, logits, att = shared_prefill(model, enc, pad=pad)
-    steps, finished = 0, torch.zeros(rows, dtype=torch.bool)
+    rows, dev = len(enc), next(model.parameters()).device
+    out = torch.full((rows, max_new_tokens), pad, dtype=torch.long, device=dev)
+    alive = torch.arange(rows, device=dev)
+    cache, logits, att = shared_prefill(model, enc, pad=pad, keys=keys, route=route)
+    steps, finished = 0, torch.zeros(rows, dtype=torch.bool, device=dev)
     for step in range(max_new_tokens):
         nxt = logits.argmax(-1)
         live = ~finished
@@ -117,6 +132,8 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
             alive, nxt, att, finished = alive[idx], nxt[idx], att[idx], finished[idx]
             cache.batch_select_indices(idx)
         att = torch.cat([att, att.new_ones((att.shape[0], 1))], 1)
+        if route is not None:
+            route(alive)
         logits = model(input_ids=nxt[:, None], attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
     if counter is not None:
         done = out == eos
@@ -130,15 +147,14 @@ def _delta(a, b, s):
     return a if b is None else s * (b @ a)
 
 
-class FoldedAgents:
-    """:class:`lib.society.generation.Agents` on a float32 base, by folding (see the module docstring)."""
+class FactorAgents:
+    """What :class:`FoldedAgents` and :class:`lib.engines.multilora.MultiLoraAgents` share: agents as their
+    LoRA factors per module (loaded, merged on the factors, saved), identical merges made once, and the
+    answers already computed (see the module docstring); a subclass answers."""
 
     BASE = BASE_ROW
 
     def __init__(self, base, *, hard: bool, batch_size: int, counter: Counter | None = None):
-        import torch
-        if next(base.model.parameters()).dtype != torch.float32:
-            raise ValueError("FoldedAgents needs a float32 base (bf16 would round away the updates); use PeftAgents")
         self.base, self.hard, self.batch_size, self.counter = base, hard, batch_size, counter
         self.factors: dict[str, dict[str, tuple]] = {}  # agent -> module -> (A, B, scaling)
         self.same: dict[str, str] = {}                   # agent -> the identical agent made first
@@ -210,6 +226,21 @@ class FoldedAgents:
         r = min(ranks)
         return publish_factors({m: (a[:r], b[:, :r]) for m, (a, b) in f.items()}, path, r=r, alpha=r)
 
+    def _bare(self):
+        """The base without its peft adapters (none attached: the base itself)."""
+        model = self.base.model
+        return model.disable_adapter() if hasattr(model, "disable_adapter") else nullcontext()
+
+
+class FoldedAgents(FactorAgents):
+    """:class:`lib.society.generation.Agents` on a float32 base, by folding (see the module docstring)."""
+
+    def __init__(self, base, *, hard: bool, batch_size: int, counter: Counter | None = None):
+        import torch
+        if next(base.model.parameters()).dtype != torch.float32:
+            raise ValueError("FoldedAgents needs a float32 base (bf16 would round away the updates); use PeftAgents")
+        super().__init__(base, hard=hard, batch_size=batch_size, counter=counter)
+
     # ------------------------------------------------------------------ answering
     def _weights(self):
         """``{module path: the Linear's weight}`` of the underlying model (peft-wrapped or not)."""
@@ -230,16 +261,12 @@ class FoldedAgents:
         try:
             with torch.no_grad():
                 for m, (a, b, s) in self.factors[name].items():
-                    ws[m].add_(_delta(a, b, s))
+                    ws[m].add_(_delta(a, b, s).to(ws[m].device))
             yield
         finally:
             with torch.no_grad():
                 for m, w in ws.items():
                     w.copy_(saved[m])
-
-    def _bare(self):
-        model = self.base.model
-        return model.disable_adapter() if hasattr(model, "disable_adapter") else nullcontext()
 
     def answer(self, names: Sequence[str], prompts: Sequence[str]) -> list[list[str]]:
         """``outs[i][j]``: agent ``names[i]`` on ``prompts[j]``; prompts sorted by length and batched."""
