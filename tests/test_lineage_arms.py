@@ -191,3 +191,9 @@ def test_a_small_lineage_run_on_the_tiny_base_writes_what_happened(tmp_path):
     assert last.loc["baseline_distill_all@lineage", "cost_train_steps"] == founders + 5
     assert last.loc["baseline_continue_all", "cost_train_steps"] == founders + 5
     assert last.loc["baseline_multitask@k0.5", "cost_train_steps"] == frontier_steps(cfg, 0.5)
+    # the progress file records each generation's work: verifier calls, tokens generated and trained, by phase
+    import json
+    work = json.loads((tmp_path / "data" / "continue_s0.progress.json").read_text())["gen_counts"]
+    assert len(work) == cfg.generations and all(w["verifier_calls"] > 0 for w in work)
+    assert work[0]["train"]["train_steps"] == 2 * children.sum() and work[0]["evaluate"]["gen_tokens"] > 0
+    assert work[0]["screen"]["gen_tokens"] > 0  # the candidates answered the screening pool

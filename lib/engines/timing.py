@@ -142,12 +142,15 @@ class PhaseClock:
 
     def __init__(self, timer: PhaseTimer | None = None, clock: Callable[[], float] = time.perf_counter):
         self.s: dict[str, float] = {}
+        self.work: dict[str, dict[str, int]] = {}  # {phase: {counter: total}}: the generation's work by phase
+        self._open: list[str] = []
         self.timer = timer
         self.clock = clock
 
     @contextmanager
     def __call__(self, phase: str):
         t0 = self.clock()
+        self._open.append(phase)
         try:
             if self.timer is None:
                 yield
@@ -155,10 +158,15 @@ class PhaseClock:
                 with self.timer.phase(phase):
                     yield
         finally:
+            self._open.pop()
             self.s[phase] = self.s.get(phase, 0.0) + self.clock() - t0
 
     def count(self, **counts: int) -> None:
-        """Work counters for the timer's running phase (a no-op without a timer)."""
+        """Work counters: summed per open phase in :attr:`work` (``"other"`` outside any), and given to the timer's
+        running phase (if a timer runs)."""
+        w = self.work.setdefault(self._open[-1] if self._open else "other", {})
+        for k, v in counts.items():
+            w[k] = w.get(k, 0) + int(v)
         if self.timer is not None:
             self.timer.count(**counts)
 

@@ -45,7 +45,9 @@ def run_baseline_shard(job: ShardJob) -> list[float]:
     t = cfg.generations - 1
     append_rows(job.path, [rows.row(t, 0, k, v) for k, v in metrics.items()] + rows.costs(t, cost), COLUMNS)
     wall = time.time() - tic
-    mark_done(job.path, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()], cost=cost,
+    counts = {**clock.work, "verifier_calls": getattr(job.verifier, "calls", 0)}
+    mark_done(job.path, t, agents=[], pending_rows=[], gen_wall_s=[wall], gen_phase_s=[clock.rounded()],
+              gen_counts=[counts], cost=cost,
               trainer=job.trainer, float_path=float_path(), commit=code_state()["commit"])
     if job.progress is not None:
         job.progress.update(cfg.generations)

@@ -35,7 +35,7 @@ from lib.society.founders import ensure_founders
 from lib.society.generation import Agents, Generation
 from lib.society.pools import Pools, pools_for
 from lib.society.rows import COLUMNS
-from lib.society.shard_job import Interrupted, ShardJob, ShardState
+from lib.society.shard_job import CountingVerifier, Interrupted, ShardJob, ShardState
 from lib.society.streams import candidate_rng, child_seed, generation_rng, selection_rng
 
 
@@ -59,6 +59,7 @@ def run_shard(job: ShardJob) -> list[float]:
     :func:`lib.society.baseline_shard.run_baseline_shard` instead. The rows do not depend on the
     job's engine up to float rounding (:mod:`lib.engines.folded`).
     """
+    job = replace(job, verifier=CountingVerifier(job.verifier))
     if is_baseline(job.arm):
         return run_baseline_shard(job)
     cfg = job.cfg
@@ -97,14 +98,14 @@ def start_or_resume(job: ShardJob, clock: PhaseClock) -> ShardState | None:
     info = read_progress(job.path)
     return ShardState(t=done + 1, dirs=[job.root / p for p in info["agents"]], pending=info["pending_rows"],
                       walls=info.get("gen_wall_s", []), phases=info.get("gen_phase_s", []), cost=info["cost"],
-                      archive=info.get("archive"))
+                      archive=info.get("archive"), counts=info.get("gen_counts", []))
 
 
 def run_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> ShardState:
     """Generation ``state.t``: evaluate and select (:func:`evaluate_generation`), breed the next one
     (but at the last), then write its rows and mark it done; returns the state before the next."""
     job, cfg = run.job, run.job.cfg
-    t, tic = state.t, time.time()
+    t, tic, verified = state.t, time.time(), job.verifier.calls
     gen, out_rows, cost = evaluate_generation(run, state, clock)
     new_dirs, pending = [], []
     if t < cfg.generations - 1:
@@ -115,15 +116,17 @@ def run_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> Shard
     walls = state.walls + [time.time() - tic]
     append_rows(job.path, out_rows, COLUMNS)
     phases = state.phases + [clock.rounded()]
+    counts = state.counts + [{**clock.work, "verifier_calls": job.verifier.calls - verified}]
     archive = None if gen.archive is None else gen.archive.to_json()
     mark_done(job.path, t, agents=[str(Path(d).relative_to(job.root)) for d in new_dirs],
-              pending_rows=pending, gen_wall_s=walls, gen_phase_s=phases, cost=cost, trainer=job.trainer,
+              pending_rows=pending, gen_wall_s=walls, gen_phase_s=phases, gen_counts=counts, cost=cost,
+              trainer=job.trainer,
               float_path=float_path(), commit=code_state()["commit"],
               **({} if archive is None else {"archive": archive}))
     if not cfg.keep_all_adapters and 0 < t < cfg.generations - 1:  # founders and the last population are kept
         drop_generation(state.dirs)
     return replace(state, t=t + 1, dirs=new_dirs, pending=pending, walls=walls, phases=phases, cost=cost,
-                   archive=archive)
+                   archive=archive, counts=counts)
 
 
 def evaluate_generation(run: Evolving, state: ShardState, clock: PhaseClock) -> tuple[Generation, list[dict], dict]:

@@ -24,7 +24,8 @@ class ShardJob:
 
     ``verifier(output, task) -> bool`` is the grounded signal; ``interrupt_after`` a test hook (raise
     :class:`Interrupted` once that generation is on disk); ``progress`` a bar updated per generation;
-    ``timer`` receives every phase and the work done in it; ``engine``: how agents answer and merge
+    ``timer`` receives every phase and the work done in it (the progress file records each generation's work:
+    tokens generated and prompted, LoRA steps and tokens trained, verifier calls); ``engine``: how agents answer and merge
     (:func:`lib.engines.agents.make_agents`); ``trainer``: how founders and children are trained
     (:func:`lib.engines.batched.train_loras`, recorded in the progress file).
     """
@@ -70,3 +71,15 @@ class ShardState:
     phases: list[dict] = field(default_factory=list)
     cost: dict = field(default_factory=dict)
     archive: dict | None = None   # an arm with an archive: lib.society.crossover.Archive.to_json()
+    counts: list[dict] = field(default_factory=list)  # per generation: {phase: work counters}, and verifier_calls
+
+
+class CountingVerifier:
+    """A verifier that counts its calls (``calls``): the verifier calls a run spends, recorded per generation."""
+
+    def __init__(self, verify: Verifier):
+        self.verify, self.calls = verify, 0
+
+    def __call__(self, output: str, task) -> bool:
+        self.calls += 1
+        return self.verify(output, task)
