@@ -134,3 +134,31 @@ def test_smollm2_mixed_batch_answers_as_peft(smol, two_adapters, tmp_path, monke
     peft.forget()
     assert a == b, (a, b)
     assert len({tuple(x) for x in b}) >= 2
+
+
+@pytest.mark.slow
+def test_the_gpu_benchmark_runs_its_micro_config(tmp_path, capsys):
+    """``benchmarks/gpu_society.py --micro``: every run times every phase (train once per dtype), all answer
+    the same questions, and the runs of one dtype agree with each other (the engines' answers)."""
+    import importlib.util
+    import json
+    from lib.core.paths import REPO_ROOT
+    spec = importlib.util.spec_from_file_location("gpu_society", REPO_ROOT / "benchmarks" / "gpu_society.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(ValueError, match="ENGINE:DTYPE"):
+        bench.parse_runs("multilora:fp16")
+    assert bench.main(["--micro", "--out", str(tmp_path / "micro.json"), "--device", "cpu"]) == 0
+    rec = json.loads((tmp_path / "micro.json").read_text())
+    runs = {(r["engine"], r["dtype"]): r for r in rec["runs"]}
+    assert list(runs) == [("peft", "bf16"), ("multilora", "bf16"), ("multilora", "fp32"), ("folded", "fp32")]
+    assert len({r["answers"] for r in runs.values()}) == 1 and rec["runs"][0]["answers"] > 100
+    for (engine, dtype), r in runs.items():
+        phases = {p["phase"] for p in r["phases"]}
+        assert {"load", "evaluate", "screen", "inherit"} <= phases
+        assert ("train" in phases) == ((engine, dtype) in (("peft", "bf16"), ("multilora", "fp32")))
+    same, total = runs["multilora", "bf16"]["same_as_dtype_twin"]["all"]
+    assert same >= 0.95 * total  # against peft bf16
+    same, total = runs["folded", "fp32"]["same_as_dtype_twin"]["all"]
+    assert same >= 0.99 * total  # against multilora fp32
+    assert "same as peft bf16" in capsys.readouterr().out
