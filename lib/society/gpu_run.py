@@ -1,6 +1,6 @@
 """The paper-scale society on one CUDA GPU, in calls of at most ~10 minutes that resume each other.
 
-    python -m lib.society.gpu_run [--config configs/society/paper.yaml] [--seed 0] [--budget-s 540]
+    python -m lib.society.gpu_run [--config configs/society/paper.yaml] [--seed 0] [--budget-s 540] [--engine auto]
 
 Each call (a) prints the environment (torch / CUDA versions, the GPU, its free memory); (b) runs
 the config's (arm, seed) shards for one seed, all arms, *one generation at a time* and breadth
@@ -10,7 +10,9 @@ tokens per second and peak GPU memory; the first call's first generation is the 
 timing of one paper generation; (c) stops launching generations when the time left in the budget
 is less than the longest generation measured so far (or, before any was measured, refuses none),
 so re-running the same command continues where the last call stopped — the loop writes each
-generation's rows and adapters before marking it done; (d) draws ``figures/<scale>/`` from
+generation's rows and adapters before marking it done; ``--engine`` chooses how agents answer and merge
+(:func:`lib.engines.agents.make_agents`: ``auto``, peft's mixed batches on a bf16 base, is the reference;
+``multilora`` batches every agent's rows through two batched matmuls per adapted module); (d) draws ``figures/<scale>/`` from
 whatever society data exists (:func:`lib.society.figures.draw_all`).
 
 Timings of every call are appended to ``<data folder>/gpu_timings.jsonl`` (one JSON object per
@@ -32,6 +34,7 @@ from lib.core.device import device_name
 from lib.core.jsonfile import append_jsonl
 from lib.core.manifest import read_manifest, write_manifest
 from lib.core.paths import REPO_ROOT, data_dir
+from lib.engines.agents import ENGINES
 from lib.engines.models import load_base
 from lib.engines.timing import PhaseTimer
 from lib.society import run as society
@@ -85,7 +88,7 @@ def measured_gen_s(cfg: SocietyConfig, folder: Path) -> float | None:
 
 
 def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float = 540.0,
-                 max_generations: int | None = None, log=print) -> dict:
+                 max_generations: int | None = None, engine: str = "auto", log=print) -> dict:
     """Run ``cfg`` generation by generation until it is complete, ``budget_s`` seconds (since
     this call began) cannot fit another generation, or ``max_generations`` were run.
 
@@ -93,7 +96,8 @@ def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float
     longest generation measured (on disk or in this call; a shard's generation 0 also pays for the
     founders the first time a seed runs). Returns ``{"done", "generations", "timings", "stopped"}``.
     Each generation is timed by a :class:`lib.engines.timing.PhaseTimer`; its rows are appended to
-    ``<folder>/gpu_timings.jsonl``.
+    ``<folder>/gpu_timings.jsonl`` (with the ``engine`` the agents answered through,
+    :func:`lib.engines.agents.make_agents`).
     """
     t0 = time.perf_counter()
     cfg = validate_config(cfg)
@@ -102,7 +106,7 @@ def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float
     while True:
         work = next_work(cfg, folder)
         if work is None:
-            society.run_experiment(cfg, folder=folder, base=base)  # rewrites the manifest: complete
+            society.run_experiment(cfg, folder=folder, base=base, engine=engine)  # rewrites the manifest: complete
             return {"done": True, "generations": ran, "timings": timings, "stopped": "complete"}
         arm, seed, t = work
         if max_generations is not None and ran >= max_generations:
@@ -122,14 +126,16 @@ def run_budgeted(cfg, *, base, folder: str | Path | None = None, budget_s: float
         before = float((read_manifest(folder) or {}).get("wall_s") or 0.0)
         tic = time.perf_counter()
         try:  # the one shard's config: the same folder and core config, only this (arm, seed)
-            society.run_experiment(cfg.shard(arm, seed), folder=folder, base=base, interrupt_after=t, timer=timer)
+            society.run_experiment(cfg.shard(arm, seed), folder=folder, base=base, interrupt_after=t, timer=timer,
+                                   engine=engine)
         except Interrupted:
             pass
         wall = time.perf_counter() - tic
         _account(cfg, folder, before + wall)
         ran += 1
         rec = {"arm": arm, "seed": seed, "generation": t, "wall_s": round(wall, 2),
-               "phases": timer.rows(), "device": _device(base), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+               "phases": timer.rows(), "device": _device(base), "engine": engine,
+               "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         if "founders" in timer.stats:
             founders_s = timer.stats["founders"].wall_s
         timings.append(rec)
@@ -172,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds this call may spend, model load included (default 540: fits a 10-minute "
                          "slot with the figures); 0 only draws the figures")
     ap.add_argument("--no-figures", action="store_true", help="skip drawing figures")
+    ap.add_argument("--engine", default="auto", choices=ENGINES,
+                    help="how agents answer and merge (default auto: peft on a bf16 base, the reference; "
+                         "multilora: every agent's rows in shared batches, two batched matmuls per module)")
     ap.add_argument("--allow-cpu", action="store_true", help=argparse.SUPPRESS)  # tests: micro configs on a CPU
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -194,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"base {cfg['base_model']} ({base.info.get('dtype')}, {base.info['params'] / 1e6:.1f} M parameters) "
               f"loaded in {time.perf_counter() - tic:.1f} s on {base.device}")
     left = args.budget_s - (time.perf_counter() - t0)
-    res = run_budgeted(cfg, base=base, budget_s=left)
+    res = run_budgeted(cfg, base=base, budget_s=left, engine=args.engine)
     folder = data_dir(cfg["scale"], cfg["experiment"])
     print(f"{'complete' if res['done'] else 'partial'}: {res['generations']} generation(s) this call; "
           f"shards {society.shard_status(cfg, folder)}; data in {folder}")
