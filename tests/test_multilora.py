@@ -162,3 +162,41 @@ def test_the_gpu_benchmark_runs_its_micro_config(tmp_path, capsys):
     same, total = runs["folded", "fp32"]["same_as_dtype_twin"]["all"]
     assert same >= 0.99 * total  # against multilora fp32
     assert "same as peft bf16" in capsys.readouterr().out
+
+
+SOCIETY = {"experiment": "society_multilora", "kind": "llm_society_v2", "scale": "smoke", "base_model": "tiny",
+           "dtype": "fp32", "families": ["lists", "strings"], "agents": 3, "generations": 2,
+           "arms": ["full", "sex_linear"], "n_test": 4, "n_val": 4, "n_conf": 6, "n_inherit": 24, "n_candidates": 2,
+           "epochs": 1, "n_parents": 2, "spec_train": 16, "spec_epochs": 1, "seed": 0, "seeds": [0],
+           "lora": {"r": 8, "alpha": 16}}
+
+
+@pytest.mark.slow
+def test_gpu_run_with_multilora_writes_the_rows_of_the_folded_engine(tmp_path):
+    """The society (exact and linear merges, two generations) through ``gpu_run --engine multilora`` writes the
+    rows the folded engine writes (up to the tolerance; measured here: 224 of 224 values equal), and its timings
+    name the engine."""
+    import json
+    from lib.engines.models import load_base
+    from lib.society import gpu_run, run as society
+    base = load_base("tiny", device="cpu", dtype="fp32")
+    rows = {}
+    for engine in ("folded", "multilora"):
+        cfg = society.validate_config({**SOCIETY, "adapters_dir": str(tmp_path / f"runs_{engine}")})
+        res = gpu_run.run_budgeted(cfg, base=base, folder=tmp_path / engine, budget_s=1e9, engine=engine,
+                                   log=lambda s: None)
+        assert res["done"] and res["generations"] == 4
+        rows[engine] = society.load_rows(cfg, tmp_path / engine)
+        timings = [json.loads(x) for x in (tmp_path / engine / gpu_run.TIMINGS).read_text().splitlines()]
+        assert {t["engine"] for t in timings} == {engine}
+    key = ["arm", "seed", "generation", "agent", "metric"]
+    a, b = (rows[e].sort_values(key).reset_index(drop=True) for e in ("folded", "multilora"))
+    assert len(a) > 50 and a[key].equals(b[key])
+    assert (a.value.fillna(-1) == b.value.fillna(-1)).mean() >= 0.99
+
+
+def test_gpu_run_refuses_an_unknown_engine(capsys):
+    from lib.society import gpu_run
+    with pytest.raises(SystemExit):
+        gpu_run.main(["--engine", "punica", "--budget-s", "0"])
+    assert "multilora" in capsys.readouterr().err
