@@ -82,10 +82,10 @@ def test_each_row_gets_its_own_update():
 def test_merges_and_answers_are_computed_once(setup):  # noqa: F811
     base, dirs, prompts = setup
     multi = MultiLoraAgents(base, hard=False, batch_size=512)
-    multi.load("a", dirs[0])
-    multi.load("b", dirs[1])
-    multi.merge(["a", "b"], [0.5, 0.5], "m1", "exact")
-    multi.merge(["a", "b"], [0.5, 0.5], "m2", "exact")
+    for name, d in zip("ab", dirs):
+        multi.load(name, d)
+    for name in ("m1", "m2"):  # the same merge twice: one agent
+        multi.merge(["a", "b"], [0.5, 0.5], name, "exact")
     calls = []
     real = multi._generate
     multi._generate = lambda agents, ps: calls.append(list(agents)) or real(agents, ps)

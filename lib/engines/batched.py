@@ -43,6 +43,7 @@ from lib.core.errors import UserError
 from lib.core.tasks import Task
 from lib.engines.lora import (IDLE, LoraSpec, ensure_peft, new_adapter, publish_factors, read_factors, remove_adapter,
                               train_lora_on_tasks)
+from lib.engines.folded import linear_hooks
 from lib.engines.models import encode_batch
 
 TRAINERS = ("batched", "sequential")
@@ -96,9 +97,6 @@ def lora_hooks(base, factors: list[dict], blocks: list[tuple[int, int]], scaling
     their first ``length`` positions) gets ``s · B_k (A_k x)`` added, peft's expression, on its own shape."""
     import torch
     import torch.nn.functional as F
-    inner = base.model.get_base_model() if hasattr(base.model, "get_base_model") else base.model
-    mods = dict(inner.named_modules())
-    handles = []
     sizes = [rows for rows, _ in blocks]
 
     def hook_for(m):
@@ -118,14 +116,8 @@ def lora_hooks(base, factors: list[dict], blocks: list[tuple[int, int]], scaling
             return (out + delta).to(out.dtype)  # a bf16 base, float32 factors: peft's casts
         return hook
 
-    for m in factors[0]:
-        mod = mods[m]
-        handles.append(getattr(mod, "base_layer", mod).register_forward_hook(hook_for(m)))
-    try:
+    with linear_hooks(base.model, {m: hook_for(m) for m in factors[0]}):
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def _stack(blocks: list[tuple], pad: int):

@@ -142,6 +142,25 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
     return out
 
 
+def base_linears(model, names) -> dict:
+    """``{module path: its Linear}`` in ``model`` (peft-wrapped or not; under a peft wrapper, the base layer)."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    mods = dict(inner.named_modules())
+    return {m: getattr(mods[m], "base_layer", mods[m]) for m in names}
+
+
+@contextmanager
+def linear_hooks(model, hooks: dict):
+    """Forward hooks ``{module path: hook}`` on the Linear layers of ``model`` (:func:`base_linears`: the
+    frozen base's own output), removed on exit."""
+    handles = [lin.register_forward_hook(hooks[m]) for m, lin in base_linears(model, hooks).items()]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def _delta(a, b, s):
     """An agent's update of one module: ``s · B A``, or ``A`` itself when it is kept dense (``B`` None)."""
     return a if b is None else s * (b @ a)
@@ -244,10 +263,7 @@ class FoldedAgents(FactorAgents):
     # ------------------------------------------------------------------ answering
     def _weights(self):
         """``{module path: the Linear's weight}`` of the underlying model (peft-wrapped or not)."""
-        model = self.base.model
-        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-        mods = dict(inner.named_modules())
-        return {m: getattr(mods[m], "base_layer", mods[m]).weight for m in next(iter(self.factors.values()))}
+        return {m: lin.weight for m, lin in base_linears(self.base.model, next(iter(self.factors.values()))).items()}
 
     @contextmanager
     def folded(self, name: str):

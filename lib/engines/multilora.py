@@ -36,7 +36,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Sequence
 
-from lib.engines.folded import FactorAgents, greedy_decode
+from lib.engines.folded import FactorAgents, greedy_decode, linear_hooks
 from lib.engines.generate import Counter, decode_new
 
 
@@ -134,24 +134,14 @@ def stack_hooks(model, stack: Stack):
     """Forward hooks on ``model``'s ``Linear`` layers named in ``stack`` (the base layer under a peft
     wrapper): ``y += Δy`` (:meth:`Stack.delta`, cast to ``y``'s dtype, then added: peft's mixed-batch
     rule). Removed on exit."""
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    mods = dict(inner.named_modules())
-    handles = []
-
     def hook_for(m):
         def hook(module, inputs, out):
             d = stack.delta(m, inputs[0])
             return out if d is None else out.add_(d.to(out.dtype))
         return hook
 
-    for m in sorted(set(stack.low) | set(stack.dense)):
-        mod = mods[m]
-        handles.append(getattr(mod, "base_layer", mod).register_forward_hook(hook_for(m)))
-    try:
+    with linear_hooks(model, {m: hook_for(m) for m in sorted(set(stack.low) | set(stack.dense))}):
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 class _Router:
