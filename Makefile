@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: env reproduce test test-fast test-unit test-notebooks tiny-base clean-build
+.PHONY: env reproduce test test-fast test-unit test-notebooks tiny-base paper-base clean-build
 
 env: $(STAMP)
 
@@ -40,6 +40,12 @@ test-notebooks: env
 
 tiny-base: env
 	$(BIN)/python -m lib.society.tiny_base
+
+# The paper base's familiar-region warm-up (a LoRA merged into SmolLM2 at load, config key base_adapter):
+# trial t1 of data/cpu/paper_testbed/ (docs/paper-scale.md); ~12 min on one CPU thread.
+PAPER_WARMUP := --form spaced --targets all --r 16 --alpha 32 --warmup-n 300 --warmup-epochs 2 --warmup-lr 1e-3
+paper-base: env
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m lib.society.paper_testbed --build-base data/base/paper-warmup $(PAPER_WARMUP)
 
 clean-build:
 	rm -rf build

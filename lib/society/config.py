@@ -19,7 +19,7 @@ from pathlib import Path
 from lib.core.config import COMMON, Field, Frozen, TypedConfig, key, load_layers
 from lib.core.errors import DataMismatchError, DeviceError
 from lib.core.paths import DATA, REPO_ROOT, config_path, runs_dir
-from lib.core.tasks import FAMILIES
+from lib.core.tasks import FAMILIES, FORMS
 
 from lib.engines.lora import ALL_LINEAR, TARGETS
 from lib.society.arms import (BASELINES, KIND_ARMS as KINDS, LINEAGE_BASELINES, SEED_ARMS, design, known_baseline,
@@ -253,6 +253,13 @@ class SocietyConfig(TypedConfig):
     lineage_steps: int = key(Field(int, 0, min=0, role="later",
                                    doc="baseline_distill_all@lineage, baseline_continue_all: their LoRA's optimizer "
                                        "steps (a continue lineage's, founder to last generation); 0 = no such arm"))
+    base_adapter: str = key(Field(str, "", role="later",
+                                  doc="a LoRA adapter folder (relative to the repository) merged into the base when "
+                                      "it loads: the paper base's familiar-region warm-up (make paper-base); "
+                                      "empty = none"))
+    task_form: str = key(Field(str, "plain", choices=FORMS, role="later",
+                               doc="how tasks are written (lib.core.tasks.in_form): plain, or spaced (strings with "
+                                   "their letters separated by spaces, one BPE token per letter)"))
     adapters_dir: str = key(Field(str, "", doc="adapter root; empty = runs/<scale>/<experiment>/ (never data/)"))
 
     @staticmethod

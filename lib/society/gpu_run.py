@@ -35,7 +35,7 @@ from lib.core.jsonfile import append_jsonl
 from lib.core.manifest import read_manifest, write_manifest
 from lib.core.paths import REPO_ROOT, data_dir
 from lib.engines.agents import ENGINES
-from lib.engines.models import load_base
+from lib.engines.models import base_adapter_path, load_base
 from lib.engines.timing import PhaseTimer
 from lib.society import run as society
 from lib.society.config import SocietyConfig, base_dtype, load_file, validate_config
@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     base = None
     if args.budget_s > 0:
         tic = time.perf_counter()
-        base = load_base(cfg["base_model"], dtype=base_dtype(cfg))  # as run_experiment resolves it
+        base = load_base(cfg["base_model"], dtype=base_dtype(cfg),  # as run_experiment resolves it
+                         adapter=base_adapter_path(cfg["base_adapter"]))
         print(f"base {cfg['base_model']} ({base.info.get('dtype')}, {base.info['params'] / 1e6:.1f} M parameters) "
               f"loaded in {time.perf_counter() - tic:.1f} s on {base.device}")
     left = args.budget_s - (time.perf_counter() - t0)

@@ -42,7 +42,7 @@ from lib.core.errors import UserError, cli_main
 from lib.core.tasks import FAMILIES, FORMS, REGIONS, Task, answer_of, in_form, normalise, region, verify
 from lib.core.paths import REPO_ROOT
 
-OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"
+OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table: data_dir(scale, ...)
 CSV = "founders.csv"
 WARMUP_SEED = 20_000_000  # the warm-up's tasks: draw(family, "pretrain", ·, WARMUP_SEED + i, familiar_only=True)
 WARMUP_LORA_SEED = 7  # its LoRA initialisation and data order
@@ -151,6 +151,67 @@ def trials_in(path: Path) -> set[str]:
         return {r["trial"] for r in csv.DictReader(fh)}
 
 
+# ----------------------------------------------------------------------------- the docs' table
+
+
+def read_rows(scale: str = "cpu") -> list[dict]:
+    """The committed trials' rows of ``scale`` (``data/<scale>/paper_testbed/founders.csv``), numbers as numbers."""
+    from lib.core.paths import data_dir
+    p = data_dir(scale, "paper_testbed") / CSV
+    if not p.exists():
+        return []
+    with open(p) as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in ("n", "correct"):
+            r[k] = int(r[k])
+        for k in ("accuracy", "parse_rate"):
+            r[k] = float(r[k])
+    return rows
+
+
+def _model_label(m: str) -> str:
+    return {"bare": "bare SmolLM2", "base": "base (after warm-up)"}.get(m, m.replace("founder_", "founder: "))
+
+
+def testbed_table(scale: str = "cpu") -> str:
+    """Every trial: its recipe and which targets it met, then each model's test accuracy per family and region
+    (familiar / novel) and its lowest parse rate over the families."""
+    from lib.tables.format import markdown
+    rows = read_rows(scale)
+    if not rows:
+        return "No data yet: run `python -m lib.society.paper_testbed` (see above).\n"
+    trials = list(dict.fromkeys(r["trial"] for r in rows))
+    lines = []
+    for t in trials:
+        r0 = next(r for r in rows if r["trial"] == t)
+        warm = (f"{r0['warmup_n']}/family × {r0['warmup_epochs']}, lr {r0['warmup_lr']}" if int(r0["warmup_n"])
+                else "none")
+        met = targets_met([r for r in rows if r["trial"] == t])
+        lines.append(f"| {t} | {r0['form']} | {r0['targets']}, r {r0['r']}, alpha {r0['alpha']} | {warm} | "
+                     f"{r0['spec_train']} × {r0['spec_epochs']}, lr {r0['lr']} | "
+                     f"{', '.join(k for k, v in met.items() if v) or 'none'} | "
+                     f"{', '.join(k for k, v in met.items() if not v) or 'none'} |")
+    out = markdown(["trial", "strings form", "LoRA", "warm-up (familiar regions)", "founders (tasks × epochs)",
+                    "targets met", "targets missed"], lines) + "\n"
+    fams = list(dict.fromkeys(r["family"] for r in rows))
+    lines = []
+    for t in trials:
+        for m in dict.fromkeys(r["model"] for r in rows if r["trial"] == t):
+            cell = {(r["family"], r["region"]): r for r in rows if r["trial"] == t and r["model"] == m}
+            acc = [f"{cell[(f, g)]['accuracy']:.2f}" if (f, g) in cell else "—" for f in fams for g in REGIONS]
+            n = sorted({cell[k]["n"] for k in cell if k[1] != "all"})
+            parse = min(cell[(f, "all")]["parse_rate"] for f in fams if (f, "all") in cell)
+            lines.append(f"| {t} | {_model_label(m)} | " + " | ".join(acc) + f" | {parse:.2f} | "
+                         f"{'/'.join(map(str, n))} |")
+    return out + markdown(["trial", "model", *[f"{f} {g}" for f in fams for g in REGIONS], "parse (lowest)",
+                           "n per cell"], lines)
+
+
+TABLES = {"paper-testbed": testbed_table}
+VALUES: dict = {}
+
+
 # ----------------------------------------------------------------------------- the trial
 
 
@@ -165,7 +226,8 @@ def _write_manifest(out: Path, trial: str, entry: dict) -> None:
     p = out / "manifest.json"
     import json
     m = json.loads(p.read_text()) if p.exists() else {
-        "what": "the paper scale's test-bed, founders alone (python -m lib.society.paper_testbed); rows in founders.csv",
+        "what": "the paper scale's test-bed, founders alone (python -m lib.society.paper_testbed); rows in "
+                "founders.csv",
         "trials": {}}
     m["trials"][trial] = entry
     m.update({"versions": package_versions(), "device": device_name(), "float_path": float_path()})
@@ -235,9 +297,8 @@ def run_trial(a: argparse.Namespace) -> int:
     elif not a.bare:
         measure("base")
     else:  # the bare model is the base: its rows again under the name the targets read
-        import csv as _csv
         with open(out / CSV) as fh:
-            rows = [dict(r, model="base") for r in _csv.DictReader(fh) if r["trial"] == a.trial and r["model"] == "bare"]
+            rows = [dict(r, model="base") for r in csv.DictReader(fh) if r["trial"] == a.trial and r["model"] == "bare"]
         append_rows(out / CSV, rows)
     for i, fam in enumerate(a.founders):
         t = time.time()
@@ -262,9 +323,52 @@ def run_trial(a: argparse.Namespace) -> int:
     return 0
 
 
+def build_base(a: argparse.Namespace) -> int:
+    """``make paper-base``: train the familiar-region warm-up alone and write it to ``a.build_base`` (the
+    adapter, and ``build_info.json``: its settings, steps, seconds, commit and the merged base's test
+    accuracy per family and region, measured as a trial measures it)."""
+    import torch
+    from lib.core.jsonfile import write_json
+    from lib.core.manifest import code_state
+    from lib.engines import lora, models
+    from lib.engines.generate import generate
+
+    torch.set_num_threads(a.threads)
+    if not a.warmup_n:
+        raise TrialError("--build-base needs a warm-up: --warmup-n >= 1")
+    t0, dst = time.time(), Path(a.build_base)
+    base = models.load_base(a.base, device="cpu", dtype="fp32")
+    wt = warmup_tasks(a.warmup_n, a.form)
+    info: dict = {}
+    spec = lora.LoraSpec(r=a.r, alpha=a.alpha, targets=TARGETS[a.targets], lr=a.warmup_lr, batch_size=16)
+    _log(f"warm-up: {len(wt)} tasks x {a.warmup_epochs} epochs -> {dst}", t0)
+    t = time.time()
+    lora.train_lora_on_tasks(base, wt, dst, epochs=a.warmup_epochs, seed=WARMUP_LORA_SEED, spec=spec,
+                             counter=lambda **k: info.update(k))
+    train_s = round(time.time() - t, 1)
+    models.merge_base_adapter(base, dst)
+    tests = eval_tasks(a.n_eval, a.seed, a.form)
+    outs = generate(base, [x.prompt for x in tests], max_new_tokens=a.max_new, batch_size=a.gen_batch)
+    write_json(dst / "build_info.json", {
+        "what": "LoRA merged into SmolLM2-135M-Instruct at load (config key base_adapter): the familiar-region warm-up",
+        "command": "python -m lib.society.paper_testbed " + " ".join(sys.argv[1:]) if a.argv is None else a.argv,
+        "base_model": a.base, "base_identity": base.info["identity"], "form": a.form,
+        "lora": {"targets": list(TARGETS[a.targets]), "r": a.r, "alpha": a.alpha}, "lr": a.warmup_lr,
+        "tasks": f"{a.warmup_n} distinct tasks per family from its pretrain part, familiar region only "
+                 f"(lib.society.paper_testbed.warmup_tasks, seeds {WARMUP_SEED} + family index)",
+        "epochs": a.warmup_epochs, "train_steps": info.get("train_steps"), "train_s": train_s, "threads": a.threads,
+        "dtype": "fp32", "git": code_state(),
+        "test": {"n_per_family_and_region": a.n_eval, "seed": a.seed,
+                 "rows": score(outs, tests, a.form)}}, sort_keys=False)
+    _log(f"built {dst}", t0)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m lib.society.paper_testbed", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trial", required=True, help="the trial's name (a new one: rows are appended)")
+    ap.add_argument("--trial", default="", help="the trial's name (a new one: rows are appended)")
+    ap.add_argument("--build-base", default="", help="only train the warm-up and write it to this folder with "
+                                                     "build_info.json (make paper-base); no rows")
     ap.add_argument("--base", default="smollm2-135m", help="base model (default smollm2-135m)")
     ap.add_argument("--form", default="spaced", choices=FORMS, help="task form (lib.core.tasks.in_form)")
     ap.add_argument("--targets", default="all", choices=sorted(TARGETS), help="LoRA modules: all 7 linear, or q/v")
@@ -292,6 +396,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _main(argv=None) -> int:
     a = parser().parse_args(argv)
+    a.argv = None if argv is None else " ".join(["python -m lib.society.paper_testbed", *argv])
+    if not a.trial and not a.build_base:
+        raise TrialError("name the trial (--trial NAME), or build the warm-up (--build-base DIR)")
     bad = [f for f in a.founders if f not in FAMILIES]
     if bad:
         raise TrialError(f"unknown founder families {bad}; known: {list(FAMILIES)}")
@@ -301,7 +408,7 @@ def _main(argv=None) -> int:
     if a.warmup_from and not (Path(a.warmup_from) / "adapter_config.json").is_file():
         raise TrialError(f"--warmup-from {a.warmup_from}: no adapter_config.json there")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return run_trial(a)
+    return build_base(a) if a.build_base else run_trial(a)
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,9 @@ part           share   pools
 ``test``       7.5 %   test (reporting only)
 =============  ======  ===========================================================================
 
-So no evaluation item was ever trained on — by the base, a founder or a child — and a test
+Tasks are drawn and partitioned as plain tasks, then written in the config's ``task_form`` (:func:`written`;
+``spaced``: strings with their letters separated by spaces, the paper scale's), a one-to-one rewriting, so
+the pools stay disjoint. So no evaluation item was ever trained on — by the base, a founder or a child — and a test
 (``tests/test_pools.py``) proves it for every seed of every committed config. Test and val are drawn
 *per seed* (distinct tasks within a pool), so intervals over seeds include item sampling.
 ``python -m lib.society.pools CONFIG --seed S`` prints every pool's prompts as JSON.
@@ -42,7 +44,7 @@ from functools import lru_cache
 import numpy as np
 
 from lib.core.errors import cli_main
-from lib.core.tasks import FAMILIES, Task, iter_tasks, region
+from lib.core.tasks import FAMILIES, Task, in_form, iter_tasks, region
 from lib.engines.models import TINY_STEPS
 from lib.operators.ops import founder_family
 from lib.society.arms import is_baseline
@@ -108,10 +110,24 @@ def pretrain_tasks(step: int, batch: int = 64) -> list[Task]:
                 for i, (f, n) in enumerate(zip(FAMILIES, sizes))), [])
 
 
+def written(s: SocietyConfig, tasks: list[Task]) -> list[Task]:
+    """``tasks`` in the config's ``task_form`` (:func:`lib.core.tasks.in_form`; ``plain``: as drawn). Every pool
+    of the loop is drawn, partitioned and kept disjoint as plain tasks, then written in the form."""
+    return tasks if s.task_form == "plain" else [in_form(x, s.task_form) for x in tasks]
+
+
+def unwritten(task: Task) -> Task:
+    """The plain task a written one stands for (a ``spaced`` strings task without its spaces)."""
+    if task.family != "strings":
+        return task
+    word = task.prompt.removeprefix("rev ").removesuffix(" =").replace(" ", "")
+    return Task(task.family, f"rev {word} =", task.answer.replace(" ", ""))
+
+
 def conformity_pool(s: SocietyConfig, seed: int, t: int) -> list[Task]:
     """Conformity pool of generation ``t`` (fresh each generation, ``n_conf`` split over families)."""
-    return sum((draw(f, "children", s.n_conf // len(s.families), _pool_seed(seed, t, i, TAGS["conformity"]),
-                     hard=s.hard) for i, f in enumerate(s.families)), [])
+    return written(s, sum((draw(f, "children", s.n_conf // len(s.families), _pool_seed(seed, t, i, TAGS["conformity"]),
+                     hard=s.hard) for i, f in enumerate(s.families)), []))
 
 
 def inheritance_pool(s: SocietyConfig, seed: int, t: int, *, n_inherit: int | None = None) -> list[Task]:
@@ -123,10 +139,10 @@ def inheritance_pool(s: SocietyConfig, seed: int, t: int, *, n_inherit: int | No
     for seed 0 at t = 0, so the two pools started with the same tasks): independent streams, and
     the conformity pool's prompts are skipped. Repeats within a pool are kept, as in the seed.
     """
-    taken = frozenset(x.prompt for x in conformity_pool(s, seed, t))
+    taken = frozenset(unwritten(x).prompt for x in conformity_pool(s, seed, t))
     n = s.n_inherit if n_inherit is None else n_inherit
-    return sum((draw(f, "children", n // len(s.families), _pool_seed(seed, t, i, TAGS["inheritance"]),
-                     hard=s.hard, exclude=taken) for i, f in enumerate(s.families)), [])
+    return written(s, sum((draw(f, "children", n // len(s.families), _pool_seed(seed, t, i, TAGS["inheritance"]),
+                                hard=s.hard, exclude=taken) for i, f in enumerate(s.families)), []))
 
 
 def founder_seed(seed: int, agent: int) -> int:
@@ -136,22 +152,22 @@ def founder_seed(seed: int, agent: int) -> int:
 
 def founder_tasks(s: SocietyConfig, family: str, founder_seed: int) -> list[Task]:
     """Training data of a founder specialist of ``family``: ``spec_train`` tasks of its founders' part."""
-    return draw(family, "founders", s.spec_train, FOUNDER_SEED + founder_seed, hard=s.hard)
+    return written(s, draw(family, "founders", s.spec_train, FOUNDER_SEED + founder_seed, hard=s.hard))
 
 
 def evaluation_pool(s: SocietyConfig, seed: int, which: str) -> list[Task]:
     """``test`` or ``val`` of ``seed``: ``n_test`` / ``n_val`` distinct tasks per family from its part."""
     n = s.n_test if which == "test" else s.n_val
-    return sum((draw(f, which, n, _pool_seed(seed, 0, i, TAGS[which]), hard=s.hard, distinct=True)
-                for i, f in enumerate(s.families)), [])
+    return written(s, sum((draw(f, which, n, _pool_seed(seed, 0, i, TAGS[which]), hard=s.hard, distinct=True)
+                           for i, f in enumerate(s.families)), []))
 
 
 def selection_pool(s: SocietyConfig, seed: int, val: list[Task]) -> list[Task]:
     """The selection pool of ``seed``: ``n_select`` distinct tasks per family from the val part, none
     of whose prompts is in ``val`` (a stream of its own, so adding it changes no other pool)."""
-    taken = frozenset(x.prompt for x in val)
-    return sum((draw(f, "val", s.n_select, _pool_seed(seed, 0, i, TAGS["selection"]), hard=s.hard, distinct=True,
-                     exclude=taken) for i, f in enumerate(s.families)), [])
+    taken = frozenset(unwritten(x).prompt for x in val)
+    return written(s, sum((draw(f, "val", s.n_select, _pool_seed(seed, 0, i, TAGS["selection"]), hard=s.hard,
+                                distinct=True, exclude=taken) for i, f in enumerate(s.families)), []))
 
 
 @dataclass(frozen=True)

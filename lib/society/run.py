@@ -32,7 +32,7 @@ from lib.core.paths import data_dir
 from lib.core.rows import last_done, read_progress, read_shard, shard_path
 from lib.core.tasks import verify
 from lib.engines.batched import check_trainer
-from lib.engines.models import base_identity, load_base
+from lib.engines.models import base_adapter_path, base_identity, load_base
 from lib.engines.timing import PhaseTimer
 from lib.society import baseline_shard, shard
 from lib.society.config import SocietyConfig, base_dtype, check_device, check_dtype, loaded_dtype, validate_config
@@ -191,7 +191,7 @@ def run_experiment(cfg, *, folder: str | Path | None = None, verifier: Verifier 
                            wall_s=prev_wall + time.time() - t0 if wall_s is None else wall_s)
         stamp("running", prev_wall)
         if base is None:
-            base = load_base(cfg.base_model, dtype=resolved)
+            base = load_base(cfg.base_model, dtype=resolved, adapter=base_adapter_path(cfg.base_adapter))
         with tqdm(total=todo, desc=f"{cfg.experiment} ({cfg.scale})", unit="gen") as bar:
             for arm, seed in cfg.runs():
                 run_shard(ShardJob(base, cfg, arm, seed, folder, verifier=verifier, interrupt_after=interrupt_after,
@@ -206,7 +206,8 @@ def manifest_extra(cfg: SocietyConfig, folder: Path, dtype: str | None) -> dict:
     and their trainers, the seeds, the base model's identity and (once resolved) the base's dtype."""
     return {"run_config": dict(cfg), "shards": shard_status(cfg, folder), "seeds": cfg.seed_list(),
             "trainers": shard_trainers(cfg, folder),
-            "base_model": base_identity(cfg.base_model), **({"dtype": dtype} if dtype else {}),
+            "base_model": base_identity(cfg.base_model, base_adapter_path(cfg.base_adapter)),
+            **({"dtype": dtype} if dtype else {}),
             "note": "config/config_hash describe the data (arms and seeds excluded); "
                     "shards lists the (arm, seed) runs present; dtype: the base's, as resolved"}
 
