@@ -57,7 +57,9 @@ def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8,
 
     Rows whose ``keys`` differ (a mixed-adapter batch: the row's adapter) never share a prefix;
     ``route(rows)``, when given, is called before every model call with the indices (into ``enc``,
-    a ``LongTensor``) of the rows that call computes, in its batch order. Inputs go to the model's device."""
+    a ``LongTensor``) of the rows that call computes, in its batch order. Inputs go to the model's device;
+    the output head runs on the last position only (``logits_to_keep=1``: a prefill of ``rows × L`` tokens
+    would otherwise hold ``rows × L × vocabulary`` logits)."""
     import torch
     from transformers import DynamicCache
     dev = next(model.parameters()).device
@@ -84,14 +86,14 @@ def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8,
             att = torch.cat([head_att.expand(len(idx), -1), torch.ones_like(tail)], 1)
             if route is not None:  # the group's rows share their key: the head is the first row's
                 route(torch.tensor(idx[:1]))
-            model(input_ids=head, attention_mask=head_att, cache=cache, use_cache=True)
+            model(input_ids=head, attention_mask=head_att, cache=cache, use_cache=True, logits_to_keep=1)
             cache.batch_repeat_interleave(len(idx))
         else:  # plain left-padded prefill
             tail = ids([[pad] * (L - len(q)) + q for q in seqs])
             att = ids([[0] * (L - len(q)) + [1] * len(q) for q in seqs])
         if route is not None:
             route(torch.tensor(idx))
-        logits = model(input_ids=tail, attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
+        logits = model(input_ids=tail, attention_mask=att, cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
         parts.append((cache, logits, att))
         rows += idx
     merged = DynamicCache()
