@@ -8,6 +8,8 @@ is an (engine, dtype) of :func:`lib.engines.agents.make_agents`, by default
 - ``peft`` bf16: peft's mixed-adapter batches through HF ``generate`` (the GPU pilot's path, the reference);
 - ``multilora`` bf16 and fp32: :class:`lib.engines.multilora.MultiLoraAgents`;
 - ``folded`` fp32: :class:`lib.engines.folded.FoldedAgents`;
+- ``multilora`` bf16 in batches of 2048 rows instead of the config's ``gen_batch`` (a decode step costs about
+  the same for 256 or 2048 rows on a GPU: fewer, larger batches, the same answers up to float rounding);
 
 float32 runs with TF32 matmuls on CUDA. Each run goes through the society's own steps
 (:mod:`lib.society.generation`) with the config's sizes, timed by a :class:`lib.engines.timing.PhaseTimer`:
@@ -51,7 +53,7 @@ from lib.society.pools import pools_for
 from lib.society.streams import child_seed, generation_rng, selection_rng
 
 PAPER = REPO_ROOT / "configs" / "society" / "paper.yaml"
-RUNS = "peft:bf16,multilora:bf16,multilora:fp32,folded:fp32"
+RUNS = "peft:bf16,multilora:bf16,multilora:fp32,folded:fp32,multilora:bf16:2048"
 DTYPES = ("bf16", "fp32")
 PHASES = ("load", "evaluate", "screen", "inherit", "train")
 # --micro: the tiny base, 4 agents, 2 test / 2 val items per family, 3 merge candidates per pair
@@ -60,17 +62,21 @@ MICRO = {"base_model": "tiny", "agents": 4, "n_test": 2, "n_val": 2, "n_screen":
          "lora": {"r": 4, "alpha": 8}, "batch_size": 12, "gen_batch": 48, "dtype": "fp32", "hard": False}
 
 
-def parse_runs(text: str) -> list[tuple[str, str]]:
-    """``"engine:dtype,..."`` → ``[(engine, dtype), ...]`` (a :class:`ValueError` naming the choices)."""
+def parse_runs(text: str) -> list[tuple[str, str, int | None]]:
+    """``"engine:dtype[:batch],..."`` → ``[(engine, dtype, batch or None), ...]`` (None: the config's
+    ``gen_batch``); a :class:`ValueError` naming the choices."""
     out = []
     for item in filter(None, (x.strip() for x in text.split(","))):
-        engine, _, dtype = item.partition(":")
-        if engine not in ENGINES or engine == "auto" or dtype not in DTYPES:
-            raise ValueError(f"--runs {item!r}: expected ENGINE:DTYPE with ENGINE one of "
-                             f"{[e for e in ENGINES if e != 'auto']} and DTYPE one of {list(DTYPES)}")
+        engine, dtype, *rest = item.split(":") + [""]
+        batch = rest[0]
+        if (engine not in ENGINES or engine == "auto" or dtype not in DTYPES or len(rest) > 2
+                or (batch and not (batch.isdigit() and int(batch) > 0))):
+            raise ValueError(f"--runs {item!r}: expected ENGINE:DTYPE[:BATCH] with ENGINE one of "
+                             f"{[e for e in ENGINES if e != 'auto']}, DTYPE one of {list(DTYPES)} and BATCH "
+                             f"a number of rows")
         if engine == "folded" and dtype != "fp32":
             raise ValueError(f"--runs {item!r}: the folded engine needs a float32 base")
-        out.append((engine, dtype))
+        out.append((engine, dtype, int(batch) if batch else None))
     if not out:
         raise ValueError("--runs names no run")
     return out
@@ -115,13 +121,15 @@ def same_answers(a: dict, b: dict) -> dict:
     return out
 
 
-def one_run(base, cfg, arm, dirs, pools, engine: str, *, ref: dict | None, train_out: Path | None, cuda: bool) -> dict:
-    """Generation 0 of ``arm`` under ``engine`` on ``base``; ``ref``: the reference run's selection and
+def one_run(base, cfg, arm, dirs, pools, engine: str, *, batch: int, ref: dict | None, train_out: Path | None,
+            cuda: bool) -> dict:
+    """Generation 0 of ``arm`` under ``engine`` (batches of ``batch`` rows) on ``base``; ``ref``: the reference
+    run's selection and
     screening (None: this run is the reference); ``train_out``: where to train the children (None: no train
     phase). Returns the run's record (its phases, and its answers under ``said``)."""
     timer = PhaseTimer(cuda=cuda)
     clock = PhaseClock(timer)
-    agents = Recorder(make_agents(base, engine=engine, hard=cfg.hard, batch_size=cfg.gen_batch, counter=clock.count))
+    agents = Recorder(make_agents(base, engine=engine, hard=cfg.hard, batch_size=batch, counter=clock.count))
     names = [f"t0a{i}" for i in range(cfg.agents)]
     seed, fam = cfg.seed_list()[0], cfg.families
     tic = time.perf_counter()
@@ -172,18 +180,18 @@ def bases(cfg, dtypes: set[str], device: str | None):
 
 def table(record: dict) -> str:
     """The runs side by side: seconds per phase, generated tokens per second, identical answers."""
-    lines = [f"{'run':<16} {'tf32':>4} " + " ".join(f"{p:>9}" for p in PHASES)
+    lines = [f"{'run (batch)':<22} {'tf32':>4} " + " ".join(f"{p:>9}" for p in PHASES)
              + f" {'total s':>8} {'gen tok/s':>10} {'same as ' + record['reference']:>22} {'same as other dtype run':>24}"]
     for r in record["runs"]:
         if "skipped" in r:
-            lines.append(f"{r['engine'] + ' ' + r['dtype']:<16} skipped: {r['skipped']}")
+            lines.append(f"{r['run']:<22} skipped: {r['skipped']}")
             continue
         ph = {x["phase"]: x for x in r["phases"]}
         gen_s = sum(ph[p]["wall_s"] for p in ("evaluate", "screen", "inherit") if p in ph)
         tok = sum(ph[p].get("gen_tokens", 0) for p in ("evaluate", "screen", "inherit") if p in ph)
         ref, other = r.get("same_as_reference", {}).get("all"), r.get("same_as_dtype_twin", {}).get("all")
         fmt = (lambda v: f"{v[0]}/{v[1]}" if v else "-")
-        lines.append(f"{r['engine'] + ' ' + r['dtype']:<16} {'on' if r['tf32'] else 'off':>4} "
+        lines.append(f"{r['run']:<22} {'on' if r['tf32'] else 'off':>4} "
                      + " ".join(f"{ph[p]['wall_s']:>9.2f}" if p in ph else f"{'-':>9}" for p in PHASES)
                      + f" {sum(x['wall_s'] for x in r['phases']):>8.2f} {tok / gen_s if gen_s else 0:>10.1f}"
                      f" {fmt(ref):>22} {fmt(other):>24}")
@@ -220,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     print("environment: " + json.dumps(env))
     tic = time.perf_counter()
-    bs = bases(cfg, {d for _, d in runs}, args.device)
+    bs = bases(cfg, {d for _, d, _ in runs}, args.device)
     cuda = str(bs["fp32"].device).startswith("cuda")
     load_s = time.perf_counter() - tic
     print(f"base {cfg.base_model} loaded in {load_s:.1f} s on {bs['fp32'].device}")
@@ -238,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                   "agents", "n_test", "n_val", "n_conf", "n_inherit", "n_candidates", "gen_batch", "lora")},
               "runs": []}
     ref, said, trained = None, {}, set()
-    for k, (engine, dtype) in enumerate(runs):
-        entry = {"engine": engine, "dtype": dtype, "tf32": cuda and dtype == "fp32"}
+    for k, (engine, dtype, batch) in enumerate(runs):
+        batch = batch or cfg.gen_batch
+        entry = {"run": f"{engine} {dtype} ({batch})", "engine": engine, "dtype": dtype, "batch": batch,
+                 "tf32": cuda and dtype == "fp32"}
         others = [r["wall_s"] for r in record["runs"][1:] if "wall_s" in r]
         est = max(others) if others else 0.0
         left = args.budget_s - (time.perf_counter() - t0)
@@ -247,21 +257,21 @@ def main(argv: list[str] | None = None) -> int:
             entry["skipped"] = f"{left:.0f} s left in the budget < {est:.0f} s expected"
             record["runs"].append(entry)
             continue
-        out = tmp / f"gen1_{engine}_{dtype}"
+        out = tmp / f"gen1_{engine}_{dtype}_{batch}"
         with tf32(entry["tf32"]) if cuda else nullcontext():
-            res = one_run(bs[dtype], cfg, arm, dirs, pools, engine, ref=ref, cuda=cuda,
+            res = one_run(bs[dtype], cfg, arm, dirs, pools, engine, batch=batch, ref=ref, cuda=cuda,
                           train_out=None if dtype in trained else out)
         trained.add(dtype)
         ref = ref or res
-        said[(engine, dtype)] = res["said"]
+        said[(engine, dtype, batch)] = res["said"]
         entry.update(wall_s=res["wall_s"], phases=res["phases"],
                      answers=sum(len(o) for c in res["said"].values() for x in c for o in x))
-        entry["same_as_reference"] = same_answers(said[runs[0]], res["said"])
-        twin = next((e for e, d in said if d == dtype and e != engine), None)
+        entry["same_as_reference"] = same_answers(next(iter(said.values())), res["said"])
+        twin = next((key for key in said if key[1] == dtype and key[0] != engine), None)
         if twin is not None:
-            entry["same_as_dtype_twin"] = {"run": f"{twin} {dtype}", **same_answers(said[(twin, dtype)], res["said"])}
+            entry["same_as_dtype_twin"] = {"run": "{} {} ({})".format(*twin), **same_answers(said[twin], res["said"])}
         record["runs"].append(entry)
-        print(f"{engine} {dtype}: {res['wall_s']:.1f} s", flush=True)
+        print(f"{entry['run']}: {res['wall_s']:.1f} s", flush=True)
     record["wall_s"] = round(time.perf_counter() - t0, 1)
     print(table(record))
     print(f"benchmark wall time {record['wall_s']:.0f} s (budget {args.budget_s:.0f} s)")

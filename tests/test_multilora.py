@@ -148,19 +148,22 @@ def test_the_gpu_benchmark_runs_its_micro_config(tmp_path, capsys):
     spec.loader.exec_module(bench)
     with pytest.raises(ValueError, match="ENGINE:DTYPE"):
         bench.parse_runs("multilora:fp16")
+    assert bench.parse_runs("peft:bf16,multilora:fp32:512") == [("peft", "bf16", None), ("multilora", "fp32", 512)]
     assert bench.main(["--micro", "--out", str(tmp_path / "micro.json"), "--device", "cpu"]) == 0
     rec = json.loads((tmp_path / "micro.json").read_text())
-    runs = {(r["engine"], r["dtype"]): r for r in rec["runs"]}
-    assert list(runs) == [("peft", "bf16"), ("multilora", "bf16"), ("multilora", "fp32"), ("folded", "fp32")]
+    runs = {(r["engine"], r["dtype"], r["batch"]): r for r in rec["runs"]}
+    batch = bench.MICRO["gen_batch"]
+    assert list(runs) == [("peft", "bf16", batch), ("multilora", "bf16", batch), ("multilora", "fp32", batch),
+                          ("folded", "fp32", batch), ("multilora", "bf16", 2048)]
     assert len({r["answers"] for r in runs.values()}) == 1 and rec["runs"][0]["answers"] > 100
-    for (engine, dtype), r in runs.items():
+    for (engine, dtype, _), r in runs.items():
         phases = {p["phase"] for p in r["phases"]}
         assert {"load", "evaluate", "screen", "inherit"} <= phases
-        assert ("train" in phases) == ((engine, dtype) in (("peft", "bf16"), ("multilora", "fp32")))
-    same, total = runs["multilora", "bf16"]["same_as_dtype_twin"]["all"]
-    assert same >= 0.95 * total  # against peft bf16
-    same, total = runs["folded", "fp32"]["same_as_dtype_twin"]["all"]
-    assert same >= 0.99 * total  # against multilora fp32
+        assert ("train" in phases) == (r is rec["runs"][0] or r is rec["runs"][2])  # once per dtype
+    for key, twin, share in ((("multilora", "bf16", batch), "peft bf16", 0.95), (("folded", "fp32", batch),
+                             "multilora fp32", 0.99), (("multilora", "bf16", 2048), "peft bf16", 0.95)):
+        same, total = runs[key]["same_as_dtype_twin"]["all"]
+        assert runs[key]["same_as_dtype_twin"]["run"].startswith(twin) and same >= share * total, key
     assert "same as peft bf16" in capsys.readouterr().out
 
 
