@@ -24,6 +24,8 @@ against the other run of its dtype (identical strings).
     python benchmarks/gpu_society.py --out gpu_society.json                  # paper config, one GPU (< 4 min)
     python benchmarks/gpu_society.py --micro --out /tmp/micro.json          # tiny base, a few prompts, CPU
     python benchmarks/gpu_society.py --runs multilora:bf16,peft:bf16 --out x.json
+    python benchmarks/gpu_society.py --micro --set base_model=smollm2-135m --runs peft:fp32,multilora:fp32,folded:fp32 \
+        --budget-s 3600 --out /tmp/smol.json                                # SmolLM2, micro sizes, on a CPU
 
 ``--budget-s`` (default 225) skips a run whose expected time (the longest run but the reference so far)
 no longer fits; what was skipped is said in the table and the JSON.
@@ -39,6 +41,8 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
+
+import yaml
 
 from lib.core.paths import REPO_ROOT
 from lib.core.tasks import verify
@@ -181,7 +185,8 @@ def bases(cfg, dtypes: set[str], device: str | None):
 def table(record: dict) -> str:
     """The runs side by side: seconds per phase, generated tokens per second, identical answers."""
     lines = [f"{'run (batch)':<22} {'tf32':>4} " + " ".join(f"{p:>9}" for p in PHASES)
-             + f" {'total s':>8} {'gen tok/s':>10} {'same as ' + record['reference']:>22} {'same as other dtype run':>24}"]
+             + f" {'total s':>8} {'gen tok/s':>10} {'same as ' + record['reference']:>22}"
+             f" {'same as other dtype run':>24}"]
     for r in record["runs"]:
         if "skipped" in r:
             lines.append(f"{r['run']:<22} skipped: {r['skipped']}")
@@ -207,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default=RUNS, help=f"ENGINE:DTYPE runs, the first the reference (default {RUNS})")
     ap.add_argument("--budget-s", type=float, default=225.0, help="skip runs that would end after this (default 225)")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value (YAML), after --micro: e.g. --set base_model=smollm2-135m")
     ap.add_argument("--out", required=True, help="the JSON file to write")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -217,10 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
     from lib.society.gpu_run import environment
-    raw = dict(load_file(args.config))
+    raw = {**load_file(args.config), **(MICRO if args.micro else {})}
+    for kv in args.set:
+        k, sep, v = kv.partition("=")
+        if not sep or k not in raw:
+            print(f"error: --set {kv!r}: expected KEY=VALUE with a key of {args.config}", file=sys.stderr)
+            return 2
+        raw[k] = yaml.safe_load(v)
     tmp = Path(tempfile.mkdtemp(prefix="gpu_society_"))
-    cfg = validate_config({**raw, **(MICRO if args.micro else {}), "arms": [args.arm], "seeds": [args.seed],
-                           "adapters_dir": str(tmp / "runs")})
+    cfg = validate_config({**raw, "arms": [args.arm], "seeds": [args.seed], "adapters_dir": str(tmp / "runs")})
     arm = cfg.resolve_arm(args.arm)
     if arm.merge is None or arm.from_teachers:
         print(f"error: arm {args.arm!r} screens no merges; use a merging arm such as full", file=sys.stderr)

@@ -1,5 +1,5 @@
 """Mixed-adapter batches without peft's per-adapter loop: every row carries its agent's index, and every
-adapted module applies all the rows' LoRA updates in two batched matmuls (punica / S-LoRA's gather-bmm).
+adapted module applies all the rows' LoRA updates in two batched matmuls over the agents' stacked factors.
 
 :class:`MultiLoraAgents` is a :class:`lib.society.generation.Agents` on a base of any dtype (float32 or
 bf16) and device. It keeps agents as their factors, merges them on the factors and remembers merges and
@@ -11,25 +11,30 @@ prefix computed once per agent) on the frozen base with forward hooks on its ada
 
 The maths, per adapted module with input ``x`` (rows × positions × in) and base output ``y = W x``:
 
-- the ``n`` agents of the batch are stacked: ``A[k]`` (r_max × in) and ``Bᵀ[k]`` (r_max × out) are agent
-  ``k``'s factors zero-padded to the largest rank ``r_max`` among them, ``s[k]`` its scaling (alpha / r;
-  the bare base: zero factors). Zero rows and columns add exact zeros, so ranks may differ per agent;
-- an exact merge ``ΔW = Σ wᵢ sᵢ BᵢAᵢ`` is the stacked factors ``A = [w₁s₁A₁; w₂s₂A₂]``, ``B = [B₁ B₂]``
-  (rank ``r₁ + r₂``, ``s = 1``), a linear merge ``A = Σ √(wᵢsᵢ) Aᵢ``, ``B = Σ √(wᵢsᵢ) Bᵢ`` — both as
+- the ``n`` agents of the batch are stacked (:class:`Stack`): ``A[k]`` (r_max × in) and ``s Bᵀ[k]``
+  (r_max × out) are agent ``k``'s factors zero-padded to the largest rank ``r_max`` among them, its
+  scaling ``s = alpha / r`` folded into ``B`` (exact for a power of two, as 32/16; peft scales after
+  ``B``); the bare base has zero factors. Zero rows and columns add exact zeros, so ranks may differ;
+- an exact merge ``ΔW = Σ wᵢ sᵢ BᵢAᵢ`` is the factors ``A = [w₁s₁A₁; w₂s₂A₂]``, ``B = [B₁ B₂]`` (rank
+  ``r₁ + r₂``, ``s = 1``), a linear merge ``A = Σ √(wᵢsᵢ) Aᵢ``, ``B = Σ √(wᵢsᵢ) Bᵢ`` — both as
   :class:`lib.engines.folded.FactorAgents` computes them;
-- with ``idx`` the agent of every row in the call, ``Δy = s[idx] · ((x A[idx]ᵀ) Bᵀ[idx])``: a gather of
-  the rows' factors and two ``torch.bmm`` (rows × positions × r_max, then rows × positions × out), in
-  the factors' dtype (float32 by default, as peft computes LoRA in a bf16 model: ``x`` cast up, the
-  update cast back to the base's dtype and added, peft's mixed-batch rule);
+- the rows of a model call are grouped by agent: with ``u`` the ``g`` agents present, ``M`` the most rows of
+  one of them and row ``i`` at place ``(seg_i, pos_i)`` (its agent's index in ``u``, its rank among that
+  agent's rows), ``X`` (g × M·positions × in) holds the rows (zeros elsewhere), ``ΔY = (X A[u]ᵀ) (s Bᵀ)[u]``
+  (two ``torch.bmm``) and row ``i`` gets ``Δy_i = ΔY[seg_i, pos_i]`` — S-LoRA's padded batched GEMM. The
+  factors are read once per agent present, not gathered per row (punica's BGMV without its kernel would
+  copy rows × r_max × (in + out) numbers per module and step); ``X`` costs the input's size times the
+  padding of unequal row counts;
+- the products run in the factors' dtype (float32 by default, as peft keeps LoRA factors in a bf16 model:
+  ``x`` cast up, ``Δy`` cast to the base's dtype and then added, peft's mixed-batch rule);
 - a dense update (a TIES merge, or factors whose rank makes ``B A`` no cheaper than ``ΔW``:
   ``r (in + out) ≥ in · out``) is applied as ``Δy = x ΔWᵀ`` to its own rows, one ``linear`` per such
   agent present.
 
-The gathered factors of a module are kept while the rows of the calls stay the same (every decode
-step until rows are dropped): ``rows × r_max × (in + out)`` numbers per module (SmolLM2's q/v at r_max
-32, 256 rows, float32: 1.9 GB over its 30 layers). The answers equal peft's (:class:`lib.engines.agents.
-PeftAgents`) up to float rounding: ``tests/test_multilora.py`` checks it on the tiny base and on SmolLM2
-(float32), ``benchmarks/gpu_society.py`` counts identical answers on a generation of the paper scale.
+The answers equal peft's (:class:`lib.engines.agents.PeftAgents`) up to float rounding (another order of
+the same sums, other batch shapes): ``tests/test_multilora.py`` checks it on the tiny base (float32 and
+bf16) and on SmolLM2 (float32), ``benchmarks/gpu_society.py`` counts identical answers on a generation.
+No ``torch.compile`` nor CUDA graphs: eager kernels on any device.
 """
 from __future__ import annotations
 
@@ -90,7 +95,8 @@ class Stack:
         counts = torch.bincount(self.seg, minlength=len(present))
         order = torch.argsort(self.seg, stable=True)
         self.pos = torch.empty_like(self.seg)
-        self.pos[order] = torch.arange(len(rows), device=rows.device) - (torch.cumsum(counts, 0) - counts)[self.seg[order]]
+        first = torch.cumsum(counts, 0) - counts  # each agent's first place in the sorted rows
+        self.pos[order] = torch.arange(len(rows), device=rows.device) - first[self.seg[order]]
         self.M = int(counts.max())
 
     def delta(self, m: str, x):
@@ -194,9 +200,10 @@ class MultiLoraAgents(FactorAgents):
             for s in range(0, len(order), self.batch_size):
                 idx = order[s:s + self.batch_size]
                 who = [rows[i][0] for i in idx]
-                new = greedy_decode(base.model, [enc[rows[i][1]] for i in idx], max_new_tokens=base.max_new_tokens(self.hard),
-                                    eos=base.tok.eos_token_id, pad=base.tok.pad_token_id, counter=self.counter,
-                                    keys=who, route=_Router(stack, torch.tensor(who, device=dev)))
+                new = greedy_decode(base.model, [enc[rows[i][1]] for i in idx],
+                                    max_new_tokens=base.max_new_tokens(self.hard), eos=base.tok.eos_token_id,
+                                    pad=base.tok.pad_token_id, counter=self.counter, keys=who,
+                                    route=_Router(stack, torch.tensor(who, device=dev)))
                 for i, t in zip(idx, decode_new(base, new)):
                     texts[rows[i][0]][rows[i][1]] = t
         return texts
