@@ -94,6 +94,7 @@ def test_merges_and_answers_are_computed_once(setup):  # noqa: F811
     assert calls == [["m1", "a"], ["b"]] and first[0] == first[1] == again[0]
 
 
+@pytest.mark.slow
 def test_a_bf16_base_answers_as_peft_in_bf16(setup):  # noqa: F811
     """The GPU's dtype on the CPU: factors in float32, the update cast to bf16 and added (peft's rule)."""
     from lib.engines.models import load_base
