@@ -6,10 +6,10 @@ same weights), the founders are trained once (on the float32 base) and every run
 is an (engine, dtype) of :func:`lib.engines.agents.make_agents`, by default
 
 - ``peft`` bf16: peft's mixed-adapter batches through HF ``generate`` (the GPU pilot's path, the reference);
-- ``multilora`` bf16 and fp32: :class:`lib.engines.multilora.MultiLoraAgents`;
-- ``folded`` fp32: :class:`lib.engines.folded.FoldedAgents`;
-- ``multilora`` bf16 in batches of 2048 rows instead of the config's ``gen_batch`` (a decode step costs about
-  the same for 256 or 2048 rows on a GPU: fewer, larger batches, the same answers up to float rounding);
+- ``multilora`` bf16: :class:`lib.engines.multilora.MultiLoraAgents`, then the same in batches of 2048 rows
+  instead of the config's ``gen_batch`` (a decode step costs about the same for 256 or 2048 rows on a GPU:
+  fewer, larger batches, the same answers up to float rounding);
+- ``multilora`` fp32, then ``folded`` fp32 (:class:`lib.engines.folded.FoldedAgents`);
 
 float32 runs with TF32 matmuls on CUDA. Each run goes through the society's own steps
 (:mod:`lib.society.generation`) with the config's sizes, timed by a :class:`lib.engines.timing.PhaseTimer`:
@@ -27,8 +27,10 @@ against the other run of its dtype (identical strings).
     python benchmarks/gpu_society.py --micro --set base_model=smollm2-135m --runs peft:fp32,multilora:fp32,folded:fp32 \
         --budget-s 3600 --out /tmp/smol.json                                # SmolLM2, micro sizes, on a CPU
 
-``--budget-s`` (default 225) skips a run whose expected time (the longest run but the reference so far)
-no longer fits; what was skipped is said in the table and the JSON.
+``--budget-s`` (default 220, from the start of the work: the load and the founders included) skips a run whose
+expected time (the longest run but the reference so far; before any, an eighth of the reference's) no longer
+fits, so the default runs end within 4 minutes on one GPU even where the reference alone takes most of them
+(the pilot: 158-184 s per ``full`` generation with peft); what was skipped is said in the table and the JSON.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ from lib.society.pools import pools_for
 from lib.society.streams import child_seed, generation_rng, selection_rng
 
 PAPER = REPO_ROOT / "configs" / "society" / "paper.yaml"
-RUNS = "peft:bf16,multilora:bf16,multilora:fp32,folded:fp32,multilora:bf16:2048"
+RUNS = "peft:bf16,multilora:bf16,multilora:bf16:2048,multilora:fp32,folded:fp32"
 DTYPES = ("bf16", "fp32")
 PHASES = ("load", "evaluate", "screen", "inherit", "train")
 # --micro: the tiny base, 4 agents, 2 test / 2 val items per family, 3 merge candidates per pair
@@ -72,7 +74,7 @@ def parse_runs(text: str) -> list[tuple[str, str, int | None]]:
     out = []
     for item in filter(None, (x.strip() for x in text.split(","))):
         engine, dtype, *rest = item.split(":") + [""]
-        batch = rest[0]
+        batch = rest[0] if rest else ""
         if (engine not in ENGINES or engine == "auto" or dtype not in DTYPES or len(rest) > 2
                 or (batch and not (batch.isdigit() and int(batch) > 0))):
             raise ValueError(f"--runs {item!r}: expected ENGINE:DTYPE[:BATCH] with ENGINE one of "
@@ -210,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arm", default="full", help="the arm whose generation 0 is timed (default full)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", default=RUNS, help=f"ENGINE:DTYPE runs, the first the reference (default {RUNS})")
-    ap.add_argument("--budget-s", type=float, default=225.0, help="skip runs that would end after this (default 225)")
+    ap.add_argument("--budget-s", type=float, default=220.0, help="skip runs that would end after this (default 220)")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value (YAML), after --micro: e.g. --set base_model=smollm2-135m")
@@ -263,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         entry = {"run": f"{engine} {dtype} ({batch})", "engine": engine, "dtype": dtype, "batch": batch,
                  "tf32": cuda and dtype == "fp32"}
         others = [r["wall_s"] for r in record["runs"][1:] if "wall_s" in r]
-        est = max(others) if others else 0.0
+        est = max(others) if others else record["runs"][0]["wall_s"] / 8 if record["runs"] else 0.0
         left = args.budget_s - (time.perf_counter() - t0)
         if k > 0 and left < est:
             entry["skipped"] = f"{left:.0f} s left in the budget < {est:.0f} s expected"
