@@ -163,7 +163,7 @@ def linear_hooks(model, hooks: dict):
             h.remove()
 
 
-def _delta(a, b, s):
+def dense_update(a, b, s):
     """An agent's update of one module: ``s · B A``, or ``A`` itself when it is kept dense (``B`` None)."""
     return a if b is None else s * (b @ a)
 
@@ -219,7 +219,7 @@ class FactorAgents:
                 B = sum(math.sqrt(w * s) * b for _, b, s, w in parts)
             elif method == "ties":  # TIES of the dense updates (kept dense: B is None)
                 from peft.utils.merge_utils import ties
-                A = ties([_delta(a, b, s) for a, b, s, _ in parts], torch.tensor([w for *_, w in parts]),
+                A = ties([dense_update(a, b, s) for a, b, s, _ in parts], torch.tensor([w for *_, w in parts]),
                          TIES_DENSITY, "total")
                 B = None
             else:
@@ -279,7 +279,7 @@ class FoldedAgents(FactorAgents):
         try:
             with torch.no_grad():
                 for m, (a, b, s) in self.factors[name].items():
-                    ws[m].add_(_delta(a, b, s).to(ws[m].device))
+                    ws[m].add_(dense_update(a, b, s).to(ws[m].device))
             yield
         finally:
             with torch.no_grad():

@@ -41,7 +41,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Sequence
 
-from lib.engines.folded import FactorAgents, greedy_decode, linear_hooks
+from lib.engines.folded import FactorAgents, dense_update, greedy_decode, linear_hooks
 from lib.engines.generate import Counter, decode_new
 
 
@@ -65,8 +65,7 @@ class Stack:
         for m in modules:
             parts = {k: f[m] for k, f in enumerate(agents) if f and m in f}
             dense = {k for k, (a, b, _) in parts.items() if _is_dense(a, b)}
-            self.dense[m] = {k: (a if parts[k][1] is None else s * (b @ a)).to(device, dtype)
-                             for k, (a, b, s) in parts.items() if k in dense}
+            self.dense[m] = {k: dense_update(*parts[k]).to(device, dtype) for k in sorted(dense)}
             low = {k: v for k, v in parts.items() if k not in dense}
             if not low:
                 continue
