@@ -13,7 +13,8 @@ from lib.core.stats import format_p  # noqa: F401  (notebook 05 writes every p w
 
 MODULES = {"operators": "lib.operators.figures", "tool_mutation": "lib.tool_mutation.figures",
            "society": "lib.society.figures", "society_study": "lib.society.figures_study",
-           "society_crossover": "lib.society.figures_skills", "program_search": "lib.program_search.figures"}
+           "society_crossover": "lib.society.figures_skills", "society_lineage": "lib.society.figures_lineage",
+           "program_search": "lib.program_search.figures"}
 EXPERIMENTS = tuple(MODULES)
 
 

@@ -26,7 +26,8 @@ from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
 from lib.experiment import load, runner
 
-EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "society_crossover", "program_search")
+EXPERIMENTS = ("operators", "tool_mutation", "society", "society_study", "society_crossover", "society_lineage",
+               "program_search")
 
 
 def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:

@@ -87,8 +87,9 @@ def test_the_config_reads_typed_by_attribute_and_plain_by_key():
     assert cfg.resolve_arm("full@matched").n_inherit == cfg.spec_train  # the arm carries its budget
     assert set(dict(cfg)) == set(SocietyConfig.schema()) and set(SCHEMA) == set(dict(cfg)) - {"experiment", "kind",
                                                                                              "scale"}
-    assert set(SHARD_KEYS) == {"arms", "seeds", "seed", "arm_seeds"} and LATER_KEYS == {"n_select": 0, "grids": "seed", "repair_share": 0.25,
-                                                                                  "lineage_steps": 0}
+    assert set(SHARD_KEYS) == {"arms", "seeds", "seed", "arm_seeds"}
+    assert LATER_KEYS == {"n_select": 0, "grids": "seed", "repair_share": 0.25, "lineage_steps": 0, "task_form": "plain",
+                          "base_adapter": ""}
     assert not set(cfg.core) & set(SHARD_KEYS) and cfg.hash == config_hash(dict(cfg.core))
 
 

@@ -69,6 +69,15 @@ def operators_results(data: dict) -> str:
     return results_table(lines)
 
 
+@from_data(load, "—")
+def operators_majority(data: dict) -> str:
+    """What "the majority is mostly right" means here: the consensus's accuracy and the agents' mean fitness, means
+    over the populations."""
+    per = data["agents"].groupby("seed").agg(fitness=("fitness", "mean"), consensus=("consensus_acc", "first"))
+    return (f"the majority answer is right on {per['consensus'].mean():.3f} of the prompts while the agents' mean "
+            f"fitness is {per['fitness'].mean():.3f}")
+
+
 @from_data(load, "no data yet")
 def operators_setup(data: dict) -> str:
     """The heading's setup: populations, agents, prompts and parents."""
@@ -121,5 +130,6 @@ def operators_changed(data: dict) -> str:
 TABLES: dict[str, Callable[[str], str]] = {"operators-results": operators_results}
 VALUES: dict[str, Callable[[str], str]] = {"operators-setup": operators_setup, "operators-trend": operators_trend,
                                            "operators-trend-summary": operators_trend_summary,
+                                           "operators-majority": operators_majority,
                                            "operators-config-lam": operators_config_lam,
                                            "operators-changed": operators_changed}

@@ -356,6 +356,23 @@ CROSSOVER_SECONDARY = (
 if not set(CROSSOVER_CANDIDATES) <= set(SPECS) or DISTILL_ALL not in SPECS:
     raise RuntimeError("lib.society.arms: the skill-combining study names an arm missing from ARMS")
 
+# The lineage study (configs/society_lineage/, pre-registered there): the same outcome as the skill-combining
+# study's; (label, a, b), a − b, Holm over the four.
+CONTINUE, LINEAGE_ONE_SHOT = "continue", "baseline_distill_all@lineage"
+LINEAGE_PRIMARY = (
+    ("continue − crossover", CONTINUE, "crossover"),
+    ("continue − distill all", CONTINUE, DISTILL_ALL),
+    ("continue − distill all at a lineage's steps", CONTINUE, LINEAGE_ONE_SHOT),
+    ("continue − multitask", CONTINUE, MULTITASK),
+)
+LINEAGE_SECONDARY = (
+    ("continue_archive", CONTINUE, "the archive's elites among the teachers"),
+    ("continue@higher", CONTINUE, "one candidate, from the higher-scored parent, instead of the screened better of two"),
+    (CONTINUE, "baseline_continue_all", "a population of lineages against one founder continued as long"),
+)
+if not {a for _, a, b in LINEAGE_PRIMARY} | {b for _, a, b in LINEAGE_PRIMARY} <= set(SPECS):
+    raise RuntimeError("lib.society.arms: the lineage study names an arm missing from ARMS")
+
 # the first verdict (configs/society/, pre-registered there): (label, other), full − other, Holm over the
 # three; the best one-shot merge is chosen on val there
 FIRST_VERDICT = (("no_grounding", "no_grounding"), (BEST_MERGE, BEST_MERGE), ("multitask", MULTITASK))

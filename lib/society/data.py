@@ -3,7 +3,8 @@ through :func:`config_of`.
 
 The society's results live in one folder per experiment (:data:`STUDIES`): ``data/<scale>/society/``
 (the first verdict), ``society_recombination/`` (the breeding arms beside their own ``full``),
-``society_study/``, ``society_lexicase/`` and ``society_crossover/`` (the skill-combining study). :func:`society_rows` reads the shards each folder's config
+``society_study/``, ``society_lexicase/``, ``society_crossover/`` (the skill-combining study) and
+``society_lineage/`` (the lineage study). :func:`society_rows` reads the shards each folder's config
 lists, in its order (arms, then seeds), each checked (:func:`lib.core.rows.read_shard`), into one tidy
 frame (:data:`COLUMNS`): ``study`` is the folder's experiment, ``code_path`` what made the shard (the
 folder's commit, its float path or device, and the shard's trainer where recorded). It is the one place
@@ -38,9 +39,9 @@ from lib.society.config import config_of, load_file  # noqa: F401  (config_of: t
 from lib.society.config import arm_runs
 from lib.sweep import LEDGER
 
-MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER = ("society", "society_recombination", "society_study",
-                                                  "society_lexicase", "society_crossover")
-STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER)
+MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE = ("society", "society_recombination", "society_study",
+                                                           "society_lexicase", "society_crossover", "society_lineage")
+STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE)
 OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
 COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
            "score"]
@@ -77,6 +78,32 @@ def shard_walls(files) -> pd.DataFrame:
         out += [{"arm": arm, "seed": int(seed), "generation": t, "wall_s": float(w),
                  **(phases[t] if t < len(phases) else {})} for t, w in enumerate(info.get("gen_wall_s", []))]
     return pd.DataFrame(out, columns=None if out else WALL_COLUMNS)
+
+
+WORK = ("train_steps", "train_tokens", "prompt_tokens", "gen_tokens")  # the work counters a generation records
+
+
+def shard_work(files) -> pd.DataFrame:
+    """The work each shard in ``files`` recorded (its progress file's ``gen_counts``, summed over generations):
+    ``arm, seed`` and, apart for the ``founders`` phase (the seed's founders, trained by whichever shard of the
+    seed came first) and for the rest, each of :data:`WORK` (``founders_<counter>``, ``<counter>``), and
+    ``verifier_calls``. Shards from before the counters were recorded contribute nothing."""
+    out = []
+    for f in files:
+        arm, seed = shard_keys(f)
+        counts = (read_progress(f) or {}).get("gen_counts") if arm is not None else None
+        if not counts:
+            continue
+        line = {"arm": arm, "seed": int(seed), "verifier_calls": 0, **{k: 0 for k in WORK},
+                **{f"founders_{k}": 0 for k in WORK}}
+        for gen in counts:
+            line["verifier_calls"] += gen.get("verifier_calls", 0)
+            for phase, work in gen.items():
+                if isinstance(work, dict):
+                    for k in WORK:
+                        line[("founders_" if phase == "founders" else "") + k] += work.get(k, 0)
+        out.append(line)
+    return pd.DataFrame(out)
 
 
 def shard_float_path(manifest: dict | None, progress: dict | None) -> dict:

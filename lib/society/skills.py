@@ -59,8 +59,9 @@ def _series(name: str, out: pd.DataFrame, base: pd.Series) -> pd.Series:
     return base if name == BASE_MODEL else out.get(name, NO_ARM)
 
 
-def primary_table(rows: pd.DataFrame, families) -> pd.DataFrame:
-    """The five pre-registered comparisons: ``comparison, arm_a, arm_b`` (the chosen names resolved), ``n, a_acc,
+def primary_table(rows: pd.DataFrame, families, comparisons=CROSSOVER_PRIMARY) -> pd.DataFrame:
+    """The pre-registered ``comparisons`` ((label, a, b), a − b; the skill-combining study's five by default):
+    ``comparison, arm_a, arm_b`` (the chosen names resolved), ``n, a_acc,
     b_acc, diff, lo, hi, p, p_holm`` and ``other_founders`` (seeds whose two society arms start from other founders:
     another float path; a baseline or the bare base has none to compare). A comparison without rows yet has ``n = 0`` and NaNs; Holm runs over those
     with a p."""
@@ -68,7 +69,7 @@ def primary_table(rows: pd.DataFrame, families) -> pd.DataFrame:
     out, base, founders = outcome(ch), base_scores(rows, ["overall"])["overall"], founders_of(rows)
     names = {BEST_NEW: best_of(ch, CROSSOVER_CANDIDATES), BEST_ONE_SHOT: best_of(ch, ONE_SHOT_MODELS)}
     lines = []
-    for label, a, b in CROSSOVER_PRIMARY:
+    for label, a, b in comparisons:
         a, b = names.get(a, a), names.get(b, b)
         r = paired(_series(a, out, base), _series(b, out, base)) if a and b else paired(NO_ARM, NO_ARM)
         lines.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
@@ -77,11 +78,12 @@ def primary_table(rows: pd.DataFrame, families) -> pd.DataFrame:
     return with_holm(pd.DataFrame(lines))
 
 
-def secondary_table(rows: pd.DataFrame, families) -> pd.DataFrame:
-    """The secondary comparisons of :data:`lib.society.arms.CROSSOVER_SECONDARY` on the chosen agents, raw p."""
+def secondary_table(rows: pd.DataFrame, families, comparisons=CROSSOVER_SECONDARY) -> pd.DataFrame:
+    """The secondary ``comparisons`` ((a, b, what a − b isolates); :data:`lib.society.arms.CROSSOVER_SECONDARY` by
+    default) on the chosen agents, raw p."""
     out = outcome(chosen_agents(rows, families))
     return pd.DataFrame([{"arm_a": a, "arm_b": b, "isolates": what,
-                          **paired(out.get(a, NO_ARM), out.get(b, NO_ARM))} for a, b, what in CROSSOVER_SECONDARY])
+                          **paired(out.get(a, NO_ARM), out.get(b, NO_ARM))} for a, b, what in comparisons])
 
 
 def arm_summary(rows: pd.DataFrame, families) -> pd.DataFrame:

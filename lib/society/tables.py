@@ -236,8 +236,9 @@ def study_grounding_margin(scale: str) -> str:
         return "no data yet"
     r, w = paired(*pair), without_most_extreme(*pair)
     text = f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds"
-    return text if w["seed"] is None else (f"{text}; without seed {w['seed']}, the largest difference, "
-                                           f"{signed(w['diff'])}, p = {p_text(w['p'])}")
+    return text if w["seed"] is None else (f"{text}; the margin without seed {w['seed']} (whose own difference, "
+                                           f"{signed(w['its_diff'])}, is the largest) is {signed(w['diff'])}, "
+                                           f"p = {p_text(w['p'])}")
 
 
 def study_primary_founders(scale: str) -> str:

@@ -22,15 +22,17 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import (CROSSOVER, LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, shard_float_path,
+from lib.society.data import (CROSSOVER, LEXICASE, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, shard_float_path,
                               society_rows, society_walls)
 from lib.society.diagnostics import agents_wide
 from lib.society.figures_skills import study_rows
-from lib.society.skills import arm_summary, base_scores, best_of, chosen_agents, primary_table, secondary_table
+from lib.society.skills import (HELD, arm_summary, base_scores, best_of, chosen_agents, primary_table,
+                                secondary_table)
 from lib.society.study import population_scores, verdict
 from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
 
-FOLDERS = (CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
+FOLDERS = (LINEAGE, CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
+RUNNING = (LINEAGE, CROSSOVER)  # studies whose rows are interim until their pre-registered seeds are in
 
 
 def skill_rows(scale: str) -> pd.DataFrame | None:
@@ -55,8 +57,12 @@ def skills_primary(scale: str) -> str:
     rows = skill_rows(scale)
     if rows is None:
         return NO_DATA
-    cfg, fams = config_of(CROSSOVER, scale), _families(scale)
+    return primary_markdown(primary_table(rows, _families(scale)), config_of(CROSSOVER, scale))
 
+
+def primary_markdown(table: pd.DataFrame, cfg) -> str:
+    """A study's pre-registered comparisons (``table``: :func:`lib.society.skills.primary_table`) as the README shows
+    them, each with its verdict, *interim* while one has fewer seeds than ``cfg`` pre-registered for it."""
     def word(r) -> str:
         target = min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
         if r.n < target:  # no verdict before the pre-registered seeds are in
@@ -65,7 +71,7 @@ def skills_primary(scale: str) -> str:
     lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
              + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
              f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} | {int(r.other_founders)} |"
-             for k, r in primary_table(rows, fams).iterrows()]
+             for k, r in table.iterrows()]
     return markdown(["#", "comparison", "models compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
                      "p", "Holm p", "verdict (Holm p < 0.05)", "seeds on other founders"], lines)
 
@@ -90,7 +96,11 @@ def skills_secondary(scale: str) -> str:
     rows = skill_rows(scale)
     if rows is None:
         return NO_DATA
-    t = secondary_table(rows, _families(scale))
+    return secondary_markdown(secondary_table(rows, _families(scale)))
+
+
+def secondary_markdown(t: pd.DataFrame) -> str:
+    """A study's secondary comparisons (``t``: :func:`lib.society.skills.secondary_table`), raw p."""
     lines = [f"| `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {fmt(r.a)} | {fmt(r.b)} | "
              + (f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} |" if r.n >= 2 else
                 (f"{signed(r['diff'])} (one seed) | — |" if r.n == 1 else "not run yet | — |")) for _, r in t.iterrows()]
@@ -101,7 +111,7 @@ def skills_secondary(scale: str) -> str:
 def _design_lines(scale: str) -> tuple[list[dict], dict]:
     """One line per society design (the folder that ran it on the most seeds), and the reference models."""
     fams, seen, lines = _families(scale), {}, []
-    refs, finished = _references(scale, fams), skills_finished(scale)
+    refs, finished = _references(scale, fams), {f: study_finished(f, scale) for f in RUNNING}
     for folder in FOLDERS:
         rows = society_rows(scale, folder, finished=True, required=False)
         if rows is None:
@@ -115,8 +125,9 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
             seen[arm] = n
             lines = [x for x in lines if x["arm"] != arm] + [{
                 "arm": arm, "study": folder, "n": n, "population": pop[arm],
-                "interim": folder == CROSSOVER and not finished,
+                "interim": not finished.get(folder, True),
                 "chosen": ch[ch.arm == arm]["test_overall"] if ch is not None else pd.Series(dtype=float),
+                "select": ch[ch.arm == arm]["select_overall"].mean() if ch is not None else np.nan,
                 "held": ch[ch.arm == arm]["held"].mean() if ch is not None else np.nan}]
     return lines, refs
 
@@ -124,10 +135,16 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
 def skills_finished(scale: str) -> bool:
     """Whether the skill-combining study has every primary arm and baseline on its pre-registered seeds (until then
     its rows are interim: listed, but no headline and no reference model is drawn from them)."""
-    cfg, rows = config_of(CROSSOVER, scale), skill_rows(scale)
-    if cfg is None or rows is None:
+    return study_finished(CROSSOVER, scale)
+
+
+def study_finished(study: str, scale: str) -> bool:
+    """Whether ``study``'s folder holds every primary arm and baseline of its config on its pre-registered seeds."""
+    cfg = config_of(study, scale)
+    rows = None if cfg is None else society_rows(scale, study, finished=True, required=False)
+    if rows is None:
         return False
-    done = rows[rows["study"] == CROSSOVER].groupby("arm")["seed"].nunique()
+    done = rows.groupby("arm")["seed"].nunique()
     primary = [a for a in cfg.arms if spec(a) is not None and spec(a).role in ("primary", "baseline")]
     return all(done.get(a, 0) >= len(cfg.seeds_of(a)) for a in primary)
 
@@ -139,9 +156,11 @@ def _references(scale: str, fams) -> dict:
     rows = skill_rows(scale) if skills_finished(scale) else society_rows(scale, STUDY, finished=True)
     ch = chosen_agents(rows, fams)
     one = best_of(ch, ONE_SHOT_MODELS)
-    return {BASE_MODEL: (None, base_scores(rows, ["overall"])["overall"]),
-            "best one-shot model": (one, ch[ch.arm == one].set_index("seed")["test_overall"]),
-            label(MULTITASK): (MULTITASK, ch[ch.arm == MULTITASK].set_index("seed")["test_overall"])}
+    base = base_scores(rows, ["overall", *(f"{f}_novel" for f in fams)])
+    held = float((base[[f"{f}_novel" for f in fams]] >= HELD).sum(axis=1).mean())
+    return {BASE_MODEL: (None, base["overall"], held),
+            **{name: (arm, ch[ch.arm == arm].set_index("seed")["test_overall"], float(ch[ch.arm == arm]["held"].mean()))
+               for name, arm in (("best one-shot model", one), (label(MULTITASK), MULTITASK))}}
 
 
 def society_designs(scale: str) -> str:
@@ -149,39 +168,61 @@ def society_designs(scale: str) -> str:
     if config_of(CROSSOVER, scale) is None or society_rows(scale, STUDY, finished=True, required=False) is None:
         return NO_DATA
     lines, refs = _design_lines(scale)
-    out = []
-    for name, (arm, v) in refs.items():
+    out, only = [], []
+    for name, (arm, v, held) in refs.items():
         out.append(f"| **{name}**{f' (`{arm}`)' if arm and arm != MULTITASK else ''} | — | {v.notna().sum()} | "
-                   f"{_interval(v)} | — | — |")
+                   f"{_interval(v)} | — | {fmt(held, 2)} |")
     for x in sorted(lines, key=lambda x: -np.nanmean(x["chosen"]) if len(x["chosen"]) else 1.0):
-        out.append(f"| `{x['arm']}` | `{x['study']}`{' (interim)' if x['interim'] else ''} | {x['n']} | "
-                   f"{_interval(x['chosen'])} | "
-                   f"{_interval(x['population'])} | {fmt(x['held'], 2)} |")
-    return markdown(["model", "study", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]",
-                     "population mean: test [95 % CI]", "skills held (of 3)"], out)
+        line = (f"| `{x['arm']}` | `{x['study']}`{' (interim)' if x['interim'] else ''} | {x['n']} | "
+                f"{_interval(x['chosen'])} | {_interval(x['population'])} | {fmt(x['held'], 2)} |")
+        if len(x["chosen"]):
+            out.append(line)
+        else:
+            only.append(x)
+    header = ["model", "study", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]",
+              "population mean: test [95 % CI]", "skills held (of 3)"]
+    table = markdown(header, out)
+    if only:  # the folders without a selection pool: no chosen agent, so not ranked with the others
+        table += ("\n*Population-only designs* (their folders have no selection pool, so no chosen agent: compare "
+                  "them on the population mean only):\n\n" + markdown(["model", "study", "seeds", "population mean: test "
+                                                                       "[95 % CI]"],
+                                                                      [_population_only(x) for x in sorted(
+                                                                          only, key=lambda x: -np.nanmean(x["population"]))]))
+    return table
+
+
+def _population_only(x: dict) -> str:
+    return f"| `{x['arm']}` | `{x['study']}` | {x['n']} | {_interval(x['population'])} |"
 
 
 SUMMARY_SEEDS = 8  # the summary's statements name designs run on at least this many seeds
 
 
-def _ranked(scale: str) -> tuple[list[dict], dict]:
-    """The designs of finished studies with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds, best mean first
-    (a running study's interim rows make no headline), and the references."""
+def _ranked(scale: str, *, headline: bool = False) -> tuple[list[dict], dict]:
+    """The designs of finished studies with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds (a running study's
+    interim rows make no headline), and the references. Best mean test first; ``headline``: only the designs a
+    study pre-registered as its own (role ``primary`` or ``reference``: no secondary control such as ``@gold``),
+    ranked as the studies rank their designs, by the chosen agents' mean accuracy on the selection pool."""
     lines, refs = _design_lines(scale)
-    return sorted([x for x in lines if x["chosen"].notna().sum() >= SUMMARY_SEEDS and not x["interim"]],
-                  key=lambda x: -float(x["chosen"].mean())), refs
+    ok = [x for x in lines if x["chosen"].notna().sum() >= SUMMARY_SEEDS and not x["interim"]]
+    if headline:
+        ok = [x for x in ok if spec(x["arm"]) is not None and spec(x["arm"]).name == x["arm"]
+              and spec(x["arm"]).role in ("primary", "reference") and not spec(x["arm"]).added]
+        return sorted(ok, key=lambda x: -float(x["select"])), refs
+    return sorted(ok, key=lambda x: -float(x["chosen"].mean())), refs
 
 
 def society_best_designs(scale: str) -> str:
-    """The three designs whose chosen agent scores highest on test, with their means."""
-    ranked, _ = _ranked(scale)
+    """The three pre-registered designs whose chosen agents score highest on the selection pool (the studies' rule
+    for their best design), with their mean test accuracy."""
+    ranked, _ = _ranked(scale, headline=True)
     return ", ".join(f"`{x['arm']}` {fmt(x['chosen'].mean())}" for x in ranked[:3]) or "—"
 
 
 def society_reference(name: str) -> Callable[[str], str]:
     """The mean test accuracy of the reference ``name`` of :func:`_references` (and its arm for a chosen one)."""
     def value(scale: str) -> str:
-        arm, v = _references(scale, _families(scale))[name]
+        arm, v, _ = _references(scale, _families(scale))[name]
         return f"{label(arm) + ' ' if arm and arm != MULTITASK else ''}{fmt(v.mean())}"
     return value
 

@@ -1,0 +1,98 @@
+"""The lineage study's panel (:mod:`lib.society.lineage`): every design and baseline on one accuracy–compute chart.
+
+- ``fig3i_accuracy_compute`` — (a) the chosen agent's test accuracy (mean and 95 % CI, t within [0, 1]) against the
+  LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them) for every society
+  design (filled) and one-shot model (hollow) with a selection pool (the grounding knob's and elitism's variants of
+  ``full`` have their own panels, S3b and S3g); the one-shot frontier's two lines (distill-all
+  and multitask trained for k founders' steps) and the bare base's mean (dotted). (b) the skills the chosen agent
+  holds (novel-region accuracy ≥ 0.5; of 3) against the same axis.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from lib import style
+from lib.core.stats import BOUNDED_T_CI
+from lib.society import arms, lineage
+from lib.society.arms import BASE_MODEL, FRONTIER
+from lib.society.skills import HELD, base_scores
+from lib.style import Panel, save_rows_panels
+
+style.register_looks(arms.LOOKS)
+style.register_looks({BASE_MODEL: (style.REFERENCE_GREY, "o")})
+
+EXPERIMENT = "society_lineage"
+NOTEBOOK = "03_society_arms"
+
+
+def load_data(scale: str) -> dict:
+    """The study's data (:func:`lib.society.lineage.load_data`); ``FileNotFoundError`` naming the command without it."""
+    d = lineage.load_data(scale)
+    if d is None:
+        raise FileNotFoundError(f"no finished {EXPERIMENT} runs at {scale}: run `python -m lib.sweep "
+                                f"configs/{EXPERIMENT}/{scale}.yaml`")
+    return d
+
+
+def draw_accuracy_compute(rows, families, work):
+    """Panels (a) and (b) of the module's docstring."""
+    t = lineage.compute_table(rows, families, work)
+    t = t[t["arm"].map(lambda a: a in arms.SPECS or arms.frontier_k(a) is not None)]  # the knob's g, e variants: S3b/S3g
+    base = float(base_scores(rows, ["overall"])["overall"].mean())
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 5.2))
+    for ax, col in zip(axes, ("test", "held")):
+        for line in FRONTIER:
+            pts = t[t["arm"].str.startswith(line + "@k")].sort_values("steps")
+            if len(pts) > 1:
+                ax.plot(pts["steps"], pts[col], color=style.arm_style(line)["color"], lw=1.0, ls="--", zorder=1,
+                        label=f"{arms.label(line)}, k founders' steps (n={int(pts['n'].min())}–{int(pts['n'].max())})"
+                        if col == "test" else None)
+        for _, r in t.iterrows():
+            st = style.arm_style(r["arm"])
+            face = "white" if r["baseline"] else st["color"]
+            if col == "test" and np.isfinite(r["lo"]):
+                ax.plot([r["steps"]] * 2, [r["lo"], r["hi"]], color=st["color"], lw=1.1, zorder=2)
+            on_line = r["k"] is not None
+            ax.plot([r["steps"]], [r[col]], marker=st["marker"], ms=4.5 if on_line else 7, color=st["color"], mfc=face,
+                    ls="", zorder=3, label=None if on_line or col != "test" else f"{arms.label(r['arm'])} (n={r['n']})")
+        if col == "test":
+            ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
+        ax.set_xscale("log")
+        ax.set_xlabel("LoRA optimizer steps per seed (log; founders included)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("chosen agent: test accuracy")
+    axes[0].set_title("(a) accuracy against compute", fontsize=10)
+    axes[1].set_ylabel(f"skills held (novel accuracy ≥ {HELD}; of {len(families)})")
+    axes[1].set_title("(b) skills held against compute", fontsize=10)
+    axes[1].set_ylim(-0.1, len(families) + 0.1)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7.5,
+               frameon=False)
+    fig.suptitle("Every design and one-shot model at its compute: filled, a society; hollow, one model", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+PANELS = [
+    Panel("fig3i_accuracy_compute", lambda d: draw_accuracy_compute(d["rows"], d["families"], d["work"]),
+          "The lineage study: every society design (filled) and one-shot model (hollow) with a selection pool, "
+          f"(a) the chosen agent's test accuracy (mean, {BOUNDED_T_CI}) and (b) the skills it holds, against the "
+          "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them). Dashed: "
+          "the one-shot frontier (distill-all and multitask trained for k founders' steps); dotted: the bare base. "
+          "The y axis of (a) does not start at 0."),
+]
+
+
+def draw_panel(name: str, data: dict):
+    return style.draw_panel(PANELS, name, data)
+
+
+def draw_all(scale: str) -> list[str]:
+    """Draw and save every panel of :data:`PANELS` from the study's folders at ``scale``."""
+    return save_rows_panels(PANELS, load_data(scale), scale=scale, notebook=NOTEBOOK)
+
+
+def stats_table(scale: str):
+    """The four pre-registered comparisons (:func:`lib.society.lineage.primary`)."""
+    d = load_data(scale)
+    return lineage.primary(d["rows"], d["families"])

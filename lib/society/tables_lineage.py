@@ -1,0 +1,105 @@
+"""The lineage study's tables (:mod:`lib.society.lineage`), written into the README and ``docs/lineage.md``.
+
+- ``lineage-primary``: the four pre-registered comparisons, Holm, each verdict *interim* until its seeds are in;
+- ``lineage-secondary``: the secondary comparisons, raw p;
+- ``lineage-compute``: every design and baseline with a chosen agent (this study's, the skill-combining and the
+  society study's): accuracy, skills held and what its run cost per seed;
+- ``lineage-placement``: each society design against the one-shot frontier at its own compute.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from lib.society import lineage
+from lib.society.arms import CONTINUE, label
+from lib.society.data import LINEAGE, config_of
+from lib.society.tables_skills import primary_markdown, secondary_markdown
+from lib.tables.format import NO_DATA, ci, fmt, markdown, p_text, signed
+
+
+def _data(scale: str) -> dict | None:
+    return lineage.load_data(scale)
+
+
+def lineage_primary(scale: str) -> str:
+    d = _data(scale)
+    return NO_DATA if d is None else primary_markdown(lineage.primary(d["rows"], d["families"]),
+                                                      config_of(LINEAGE, scale))
+
+
+def lineage_secondary(scale: str) -> str:
+    d = _data(scale)
+    return NO_DATA if d is None else secondary_markdown(lineage.secondary(d["rows"], d["families"]))
+
+
+def _count(x) -> str:
+    return "—" if not np.isfinite(x) else f"{x / 1e6:,.2f} M" if x >= 1e5 else f"{x:,.0f}"
+
+
+def lineage_compute(scale: str) -> str:
+    """Per design and baseline (by LoRA steps): seeds, the chosen agent's test accuracy, skills held, and per seed
+    the LoRA steps, val evaluations, tokens trained and generated and verifier calls (where recorded: n)."""
+    d = _data(scale)
+    if d is None:
+        return NO_DATA
+    t = lineage.compute_table(d["rows"], d["families"], d["work"])
+    lines = [f"| {'`' + r.arm + '`'} | {'one-shot' if r.baseline else 'society'} | {int(r.n)} | "
+             + (f"{fmt(r.test)} [{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(r.lo) else fmt(r.test))
+             + f" | {fmt(r.held, 2)} | {r.steps:,.0f} | {r.val_evals:,.0f} | {_count(r.train_tokens)} | "
+             f"{_count(r.gen_tokens)} | {_count(r.verifier_calls)} | {r.n_counted} |" for _, r in t.iterrows()]
+    return markdown(["model", "kind", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]", "skills held (of 3)",
+                     "LoRA steps per seed", "val evaluations", "tokens trained", "tokens generated", "verifier calls",
+                     "seeds with recorded work"], lines)
+
+
+def lineage_placement(scale: str) -> str:
+    """Each society design against the best one-shot model (chosen on the selection pool) at most as costly."""
+    d = _data(scale)
+    if d is None:
+        return NO_DATA
+    p = lineage.placement(d["rows"], d["families"], lineage.compute_table(d["rows"], d["families"], d["work"]))
+    lines = [f"| `{r.arm}` | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
+                                                   f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} | "
+                                                   f"{r['where'] if isinstance(r['where'], str) else '— (fewer than 2 seeds)'} |" if r.rival else
+                                                   "none as cheap | — | — | — | — | — |") for _, r in p.iterrows()]
+    return markdown(["society design", "LoRA steps per seed", "one-shot rival (best on the selection pool at ≤ its "
+                     "steps)", "its steps", "seeds", "Δ = design − rival [95 % CI (sign-flip)]", "p", "where"], lines)
+
+
+def lineage_where(scale: str) -> str:
+    """Where ``continue`` sits against the one-shot frontier at its compute, in words (README)."""
+    d = _data(scale)
+    if d is None:
+        return "not measured yet"
+    p = lineage.placement(d["rows"], d["families"]).set_index("arm")
+    if CONTINUE not in p.index or not isinstance(p.loc[CONTINUE, "where"], str):
+        return "not measured yet"
+    r = p.loc[CONTINUE]
+    return (f"{r['where']} the one-shot frontier at its compute ({signed(r['diff'])} {ci(r['lo'], r['hi'])} against "
+            f"{label(r['rival'])}, {int(r['n'])} seeds)")
+
+
+def lineage_frontier(scale: str) -> str:
+    """How many society designs sit above, on and below the one-shot frontier at their compute, and the closest one
+    (README summary; Fig. 3i)."""
+    d = _data(scale)
+    if d is None:
+        return "not measured yet"
+    t = lineage.compute_table(d["rows"], d["families"], d["work"])
+    p = lineage.placement(d["rows"], d["families"], t).dropna(subset=["where"])
+    if p.empty:
+        return "not measured yet"
+    n = p["where"].value_counts()
+    best = p.sort_values("diff", ascending=False).iloc[0]
+    cheapest = t[~t["baseline"]]["steps"].min()
+    counts = ", ".join(f"{int(n.get(w, 0))} {w} it" for w in (lineage.ABOVE, lineage.ON, lineage.BELOW))
+    return (f"of {len(p)} society designs, {counts}: the closest, `{best.arm}`, ends {signed(best['diff'])} "
+            f"{ci(best.lo, best.hi)} from `{best.rival}` while spending {best.steps:,.0f} LoRA steps per seed to its "
+            f"{best.rival_steps:,.0f} (the cheapest society design spends {cheapest:,.0f})")
+
+
+TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "lineage-secondary": lineage_secondary,
+                                           "lineage-compute": lineage_compute, "lineage-placement": lineage_placement}
+VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier}
