@@ -50,7 +50,7 @@ _LOOKS = {
     # program-search methods (reference: corrected); the two equivalents of corrected get a line style
     "corrected": (TOL_MUTED["indigo"], "o"), "generic_first_jet": (TOL_MUTED["cyan"], "s"),
     "full_jacobian": (TOL_MUTED["teal"], "^"), "gate_blind": (TOL_MUTED["rose"], "D"),
-    "random_order": (TOL_MUTED["sand"], "v"), "no_feedback": (TOL_MUTED["wine"], "P"),
+    "random_order": (TOL_VIBRANT["blue"], "v"), "no_feedback": (TOL_MUTED["wine"], "P"),
     "frozen_proposer": (TOL_MUTED["olive"], "X"), "direct_tournament": (TOL_MUTED["green"], "*"),
     # operators: selection rules
     "qd": (TOL_BRIGHT["blue"], "o"), "top_p": (TOL_BRIGHT["red"], "s"),
@@ -278,7 +278,7 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
     what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
     ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
-                 pad=(P_LABEL_PAD if crowded else 16) if (annotate and x is None) else 4)
+                 pad=(P_LABEL_PAD if crowded else 21) if (annotate and x is None) else 4)
 
 
 P_LABEL_PAD = 54  # points above the axes that a column's rotated "p=…, n=…" takes (6.2 pt text)
@@ -469,6 +469,57 @@ def draw_panel(panels: Iterable[Panel], name: str, data: dict):
     return panel_named(panels, name).draw(data)
 
 
+ZERO_NOTE = "does not start at 0"
+
+
+def _panel_letter(ax) -> str:
+    """``"(b)"`` when the axes' title starts with a sub-panel letter, else ``""``."""
+    import re
+
+    m = re.match(r"\s*(\([a-h]\))", " ".join(ax.get_title(loc=k) for k in ("left", "center")).strip())
+    return m.group(1) if m else ""
+
+
+def _counts_along_x(ax) -> bool:
+    """The x of every line and point of ``ax`` is a whole number (a generation, a seed, a category): an x axis
+    that starts at 1 there is a count, not a zoomed quantity."""
+    xs = [np.asarray(ln.get_xdata(), float) for ln in ax.get_lines()]
+    xs += [np.asarray(c.get_offsets(), float).reshape(-1, 2)[:, 0] for c in ax.collections if hasattr(c, "get_offsets")]
+    xs = np.concatenate([x[np.isfinite(x)] for x in xs]) if xs else np.zeros(0)
+    return len(xs) > 0 and bool(np.all(np.abs(xs - np.round(xs)) < 1e-9))
+
+
+def axes_from_zero_note(fig) -> str:
+    """What a caption must say of ``fig``'s linear axes whose range starts above 0 (a zoomed axis makes small
+    differences look large): ``"(a)'s y axis does not start at 0"``, ``"the x and y axes do not start at 0"``;
+    ``""`` when every axis starts at or below 0 (log and symlog axes say their scale in their label)."""
+    parts = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        which = [k for k, scale, lim in (("x", ax.get_xscale(), ax.get_xlim()), ("y", ax.get_yscale(), ax.get_ylim()))
+                 if scale == "linear" and min(lim) > 0 and not (k == "x" and _counts_along_x(ax))]
+        if which:
+            parts.append((_panel_letter(ax), " and ".join(which)))
+    parts = list(dict.fromkeys(parts))
+    if not parts:
+        return ""
+    if len(parts) == 1 and not parts[0][0]:
+        axes = parts[0][1]
+        return f"the {axes} ax{'es' if ' and ' in axes else 'is'} {ZERO_NOTE if ' and ' not in axes else 'do not start at 0'}"
+    said = [f"{letter or 'a panel'}'s {axes} ax{'es' if ' and ' in axes else 'is'}" for letter, axes in parts]
+    both = len(parts) > 1 or " and " in parts[0][1]
+    return ", ".join(said) + (" do not start at 0" if both else f" {ZERO_NOTE}")
+
+
+def with_zero_note(caption: str, fig) -> str:
+    """``caption`` with :func:`axes_from_zero_note` appended, unless it already says an axis does not start at 0."""
+    note = axes_from_zero_note(fig)
+    if not note or "not start at 0" in caption:
+        return caption
+    return f"{caption.rstrip()}{'' if caption.rstrip().endswith('.') else '.'} {note[0].upper()}{note[1:]}."
+
+
 def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
                 sources: Mapping[str, tuple[Iterable[str], str | Iterable[str]]], notebook: str) -> list[str]:
     """Draw every panel from ``data``, save it (:func:`save_figure`) with the data files and config(s)
@@ -480,7 +531,7 @@ def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
         if fig is None:
             continue
         files, config = sources[panel.source]
-        caption = panel.caption(data) if callable(panel.caption) else panel.caption
+        caption = with_zero_note(panel.caption(data) if callable(panel.caption) else panel.caption, fig)
         save_figure(fig, panel.name, scale=scale, caption=caption, data=list(files), config=config, notebook=notebook)
         plt.close(fig)
         saved.append(panel.name)

@@ -85,3 +85,154 @@ def hidden_lines(fig) -> list[tuple[str, str]]:
                 if same and on_top and b.get_linewidth() >= a.get_linewidth():
                     out.append((a.get_label(), b.get_label()))
     return out
+
+
+MAX_TALL_PX = 2500       # the tallest saved panel a reader scrolls through whole
+SAVED_DPI = 200          # lib.style.use_style's savefig.dpi: the PNG's pixels
+MIN_COLOUR_DELTA = 25.0  # CIE76 ΔE below which two arms' colours read as one (Tol's orange and red: 24)
+
+
+def _pad(bb, px: float):
+    from matplotlib.transforms import Bbox
+
+    return Bbox.from_extents(bb.x0 - px, bb.y0 - px, bb.x1 + px, bb.y1 + px)
+
+
+def _titles(fig) -> list:
+    out = [fig._suptitle] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        if ax.get_visible():
+            out += [ax.title, ax._left_title, ax._right_title]
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
+
+
+def title_crossings(fig, touch_px: float = 1.0) -> list[tuple[str, str]]:
+    """Axis labels that cross or touch (within ``touch_px`` pixels) a title: their own axes',
+    another axes' or the figure's: ``(label, title)``. A y-label of a right panel running into the left panel's
+    title, or a long y-label reaching up into its own title, reads as one text."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    titles = [(t, t.get_window_extent(r)) for t in _titles(fig)]
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for lab in (ax.xaxis.label, ax.yaxis.label):
+            if not (lab.get_visible() and lab.get_text().strip()):
+                continue
+            bb = _pad(lab.get_window_extent(r), touch_px)
+            out += [(lab.get_text()[:40], t.get_text()[:40]) for t, tb in titles if bb.overlaps(tb)]
+    return out
+
+
+def text_collisions(fig, ax) -> list[tuple[str, str]]:
+    """Texts of ``ax`` (annotations such as "p=…, n=…") that overlap its titles: ``(text, title)``."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    titles = [(t, t.get_window_extent(r)) for t in (ax.title, ax._left_title, ax._right_title)
+              if t.get_visible() and t.get_text().strip()]
+    return [(t.get_text()[:30], s.get_text()[:30]) for t in ax.texts if t.get_visible() and t.get_text().strip()
+            for s, sb in titles if t.get_window_extent(r).overlaps(sb)]
+
+
+def saved_height_px(fig, dpi: float = SAVED_DPI) -> float:
+    """The height of the saved PNG (tight box at ``dpi``) in pixels."""
+    fig.canvas.draw()
+    return fig.get_tightbbox(fig.canvas.get_renderer()).height * dpi
+
+
+def _lab(colour) -> "np.ndarray":
+    import numpy as np
+    from matplotlib import colors as mcolors
+
+    rgb = np.array(mcolors.to_rgb(colour))
+    rgb = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ rgb / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def colour_delta(a, b) -> float:
+    """CIE76 ΔE between two colours (0: the same; below ~25 two qualitative colours read as one)."""
+    import numpy as np
+
+    return float(np.linalg.norm(_lab(a) - _lab(b)))
+
+
+def _handle_colour(h):
+    from matplotlib import colors as mcolors
+
+    if hasattr(h, "get_color") and not hasattr(h, "get_facecolor"):
+        return mcolors.to_hex(h.get_color())
+    if hasattr(h, "get_facecolor"):
+        fc = h.get_facecolor()
+        fc = fc[0] if getattr(fc, "ndim", 1) == 2 and len(fc) else fc
+        if len(fc) == 0 or (mcolors.to_hex(fc) == "#ffffff" and hasattr(h, "get_edgecolor")):
+            ec = h.get_edgecolor()
+            fc = ec[0] if getattr(ec, "ndim", 1) == 2 and len(ec) else ec
+        return mcolors.to_hex(fc)
+    return None
+
+
+def _is_grey(colour) -> bool:
+    from matplotlib import colors as mcolors
+
+    r, g, b = mcolors.to_rgb(colour)
+    return max(r, g, b) - min(r, g, b) < 0.08
+
+
+def _base(label: str) -> str:
+    """The arm a legend label names: its first word, before any ``@`` (``"full@e1 (n = 8)"`` → ``full``)."""
+    import re
+
+    return re.split(r"[\s,(@]", label.strip(), maxsplit=1)[0].lower()
+
+
+def _same_arm(a: str, b: str) -> bool:
+    """Two labels of one arm: a variant (``full@e1``) and its arm (``full``) share a colour by design."""
+    return _base(a) == _base(b)
+
+
+def _arm_names() -> set[str]:
+    """Every arm and method name with a fixed look, and every legend label a society arm has (``TIES``)."""
+    from lib import style
+    from lib.society import arms
+
+    style.register_looks(arms.LOOKS)
+    return {k.lower() for k in style._LOOKS} | {arms.label(a).lower() for a in arms.SPECS} | {
+        a.removeprefix(arms.BASELINE_PREFIX).lower() for a in arms.SPECS}
+
+
+def is_arm_label(label: str) -> bool:
+    """A legend label that names an arm or method (whole, or as its first word), not a reference line."""
+    names = _arm_names()
+    return label.strip().lower() in names or _base(label) in names or label.split(" (n")[0].strip().lower() in names
+
+
+def similar_colours(fig, min_delta: float = MIN_COLOUR_DELTA) -> list[tuple[str, str, float]]:
+    """Pairs of labelled arms shown together (every legend entry of the figure, and the labelled lines and
+    collections of its axes) whose colours are closer than ``min_delta`` (CIE76 ΔE): ``(a, b, ΔE)``. Greys
+    (reference lines, told apart by their line style) and an arm's own variants are left out."""
+    seen: dict[str, str] = {}
+    for ax in fig.axes:
+        handles, labels = ax.get_legend_handles_labels()
+        leg = ax.get_legend()
+        if leg is not None:
+            handles += list(leg.legend_handles)
+            labels += [t.get_text() for t in leg.get_texts()]
+        for h, lab in zip(handles, labels):
+            c = _handle_colour(h)
+            if c and lab and not lab.startswith("_") and not _is_grey(c) and is_arm_label(lab):
+                seen.setdefault(lab, c)
+    for leg in fig.legends:
+        for h, t in zip(leg.legend_handles, leg.get_texts()):
+            c = _handle_colour(h)
+            if c and t.get_text() and not _is_grey(c) and is_arm_label(t.get_text()):
+                seen.setdefault(t.get_text(), c)
+    out = []
+    for a, b in itertools.combinations(sorted(seen), 2):
+        d = colour_delta(seen[a], seen[b])
+        if d < min_delta and not _same_arm(a, b):
+            out.append((a, b, round(d, 1)))
+    return out

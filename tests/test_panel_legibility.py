@@ -113,16 +113,20 @@ def test_s3i_draws_the_first_bred_generation_and_its_labels_do_not_overlap(cpu):
     dropped = society_results.skill_free_families(pts, cpu["families"])
     assert "strings" in dropped and "strings not drawn" in fig._suptitle.get_text()  # its parents hold no skill
     titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
-    shown = [ax for ax in fig.axes if ax.get_visible()]  # families in blocks of rows: a block's spare axes hidden
-    assert "strings" not in titles and len(shown) == len(sr.STEPS) * (len(cpu["families"]) - len(dropped) + 1)
-    ax = shown[-1]  # child − merge, pooled: the per-seed means of generation 1's children
+    shown = [ax for ax in fig.axes if ax.get_visible()]  # a row of panels per family and pooled, a column per step
+    assert not any(t.startswith("strings") for t in titles)
+    assert len(shown) == len(sr.STEPS) * (len(cpu["families"]) - len(dropped) + 1)
+    ax = shown[-1]  # child − merge, pooled: the per-seed means of generation 1's children, along x
     per_seed = pts[pts.family == sr.ALL].groupby(["arm", "seed"])[sr.STEPS[2]].mean()
-    drawn = np.concatenate([np.asarray(c.get_offsets())[:, 1] for c in ax.collections if len(c.get_offsets())])
+    drawn = np.concatenate([np.asarray(c.get_offsets())[:, 0] for c in ax.collections if len(c.get_offsets())])
     np.testing.assert_allclose(np.sort(drawn), np.sort(per_seed.to_numpy()))
-    for ax in shown:
+    for ax in shown:  # one horizontal "p=…, n=…" per arm, beside it, overwriting nothing
         labels = [t for t in ax.texts if t.get_text().startswith("p=")]
-        assert labels and all(t.get_rotation() == 90 for t in labels)
+        assert labels and all(t.get_rotation() == 0 for t in labels)
         assert not _texts_overlap(fig, labels + [ax.title, ax._left_title]), ax.get_title(loc="left")
+    every = [t for ax in shown for t in ax.texts]
+    assert not _texts_overlap(fig, every + [a.yaxis.label for a in shown])  # nor a neighbouring panel's
+    assert legibility.saved_height_px(fig) <= legibility.MAX_TALL_PX
     plt.close(fig)
 
 
@@ -350,7 +354,9 @@ EVERY_PANEL = [(e, p.name) for e in plots.EXPERIMENTS for p in plots.module(e).P
 @pytest.mark.parametrize("experiment,name", EVERY_PANEL, ids=[n for _, n in EVERY_PANEL])
 def test_every_saved_panel_reads_at_the_size_it_is_shown(experiment, name, scale):
     """No tick label overwrites another, the canvas right of the plots is at most 15 % empty (a title running past
-    them), no text is below 7 pt as a page shows it, and (cpu data) no labelled line lies hidden under another
+    them), no text is below 7 pt as a page shows it, no axis label crosses or touches a title (its own axes', another
+    axes' or the figure's), no text lies over a title, the saved PNG is at most 2,500 px tall, no two arms shown
+    together have colours closer than ΔE 25, and (cpu data) no labelled line lies hidden under another
     unless its label says so ("(= corrected)"); smoke data coincide by construction (a 2-generation run keeps no
     skill anywhere), so hidden lines are checked on the cpu data only."""
     data = _panel_data(experiment, scale)
@@ -363,6 +369,11 @@ def test_every_saved_panel_reads_at_the_size_it_is_shown(experiment, name, scale
         assert not legibility.tick_overlaps(fig), (name, legibility.tick_overlaps(fig)[:3])
         assert legibility.right_gap(fig) <= 0.15, (name, f"{legibility.right_gap(fig):.0%} of the canvas empty")
         assert not legibility.small_texts(fig), (name, legibility.small_texts(fig)[:3])
+        assert not legibility.title_crossings(fig), (name, legibility.title_crossings(fig)[:3])
+        over = [c for ax in fig.axes for c in legibility.text_collisions(fig, ax)]
+        assert not over, (name, over[:3])
+        assert legibility.saved_height_px(fig) <= legibility.MAX_TALL_PX, (name, legibility.saved_height_px(fig))
+        assert not legibility.similar_colours(fig), (name, legibility.similar_colours(fig)[:3])
         if scale == "cpu":
             hidden = [(a, b) for a, b in legibility.hidden_lines(fig) if "(= " not in a]
             assert not hidden, (name, hidden[:3])
@@ -381,3 +392,88 @@ def test_the_legibility_measures_catch_what_they_name():
     assert ("tiny", pytest.approx(4 * legibility.shown_scale(fig), abs=0.1)) in legibility.small_texts(fig)
     assert legibility.hidden_lines(fig) == [("hidden", "on top")]
     plt.close(fig)
+
+
+def test_the_new_measures_catch_what_they_name():
+    """Planted: a right panel's y label running into the left panel's long title, a y label longer than its axes
+    reaching its own title, "p=…" labels over a title, a figure 14 in tall, and Tol's orange beside its red."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7, 3))
+    b.set_ylabel("QD mean pairwise distance of parents\nminus top-P", fontsize=10)  # Fig. 1d's, once
+    fig.tight_layout()
+    a.set_title("(a) a left title long enough to run over the right panel's y label, far", loc="left", fontsize=8)
+    assert ("QD mean pairwise distance of parents\nmin", "(a) a left title long enough to run over") in \
+        legibility.title_crossings(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3.4, 3.0))  # Fig. 1a as it was
+    ax.scatter([0, 1], [0, 1])
+    ax.set(xlabel="verifier fitness", ylabel="conformity (agreement with consensus)")
+    ax.set_title("Conformity tracks fitness: Pearson r = 0.95\nn = 480 agents of 20 populations "
+                 "(one dot each; no interval)", fontsize=8)
+    assert legibility.title_crossings(fig), "a y label taller than its axes reaches the title"
+    ax.set_ylabel("conformity\n(agreement with consensus)")  # as it is now
+    assert not legibility.title_crossings(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("a title close above", loc="left", pad=2)
+    ax.annotate("p=0.05\nn=8", (0.0, 1.0), xycoords="axes fraction", va="bottom")
+    assert legibility.text_collisions(fig, ax) == [("p=0.05\nn=8", "a title close above")]
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 18))
+    assert legibility.saved_height_px(fig) > legibility.MAX_TALL_PX
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], color="#CC3311", label="full@inherit1000x1")  # Tol's vibrant red and orange
+    ax.plot([0, 1], [1, 0], color="#EE7733", label="inherit_merge")
+    ax.plot([0, 1], [0.5, 0.5], color="#4477AA", label="full")
+    ax.plot([0, 1], [0.2, 0.2], color="#4477AA", ls="--", label="full@e1")  # a variant shares its arm's colour
+    ax.plot([0, 1], [0.3, 0.3], color="black", ls=":", label="best founder")  # a reference line, not an arm
+    ax.legend()
+    assert legibility.similar_colours(fig) == [("full@inherit1000x1", "inherit_merge", 24.0)]
+    plt.close(fig)
+
+
+def test_the_arms_shown_together_look_apart():
+    """The society's looks: every pair of arms that one figure shows together (the first verdict's, the study's,
+    the three that shared one teal) differs in colour by ΔE 25 or more, and in colour and marker."""
+    groups = [["full", "no_grounding", "no_sex", "no_diversity", "sex_linear", "sex_sum", "sex_ties", "full@breeding"],
+              ["full", "no_grounding", "full@matched", "verified", "niche", "inherit_merge", "niche_inherit_merge",
+               "niche_verified", "full@inherit1000x1", "full@seed_budget"],
+              ["merge_repair", "full@seed_budget", "full@breeding"],
+              ["corrected", "generic_first_jet", "full_jacobian", "gate_blind", "random_order", "no_feedback",
+               "frozen_proposer", "direct_tournament"]]
+    for g in groups:
+        for a, b in itertools.combinations(g, 2):
+            d = legibility.colour_delta(style.colour(a), style.colour(b))
+            assert d >= legibility.MIN_COLOUR_DELTA, (a, b, round(d, 1))
+
+
+def test_a_reference_to_another_figures_panel_names_the_panel():
+    """One scheme: "Fig. 3a, panel (b)"; "Fig. 3a (b)" reads as Fig. 3b. Planted: the old form is caught."""
+    bad = re.compile(r"\b(?:Fig\.\s*\d[a-z]|S\d[a-z])\s+\([a-h]\)")
+    assert bad.search("no interval (Fig. 3a (b) pairs the arms by seed)")
+    assert not bad.search("no interval (Fig. 3a, panel (b), pairs the arms by seed)")
+    files = [*REPO_ROOT.glob("lib/**/*.py"), REPO_ROOT / "README.md", *REPO_ROOT.glob("docs/*.md"),
+             *REPO_ROOT.glob("figures/*/INDEX.md")]
+    hits = [f"{f.relative_to(REPO_ROOT)}: {m.group(0)}" for f in files for m in bad.finditer(f.read_text())]
+    for nb in REPO_ROOT.glob("notebooks/0*.ipynb"):
+        for c in json.loads(nb.read_text())["cells"]:
+            hits += [f"{nb.name}: {m.group(0)}" for m in bad.finditer("".join(c["source"]))]
+    assert not hits, hits
+
+
+def test_captions_say_which_axes_do_not_start_at_0():
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([0, 1], [0.45, 0.7])
+    a.set_title("(a) zoomed", loc="left")
+    b.plot([0, 1], [0.0, 1.0])
+    b.set_title("(b) from 0", loc="left")
+    assert style.axes_from_zero_note(fig) == "(a)'s y axis does not start at 0"
+    assert style.with_zero_note("A caption.", fig) == "A caption. (a)'s y axis does not start at 0."
+    b.set_ylim(0.2, 1)
+    assert style.axes_from_zero_note(fig) == "(a)'s y axis, (b)'s y axis do not start at 0"
+    plt.close(fig)
+    index = (REPO_ROOT / "figures" / "cpu" / "INDEX.md").read_text()
+    for name in ("fig1c_selection_score", "fig1d_selection_diversity", "fig3e_society_selected_conformity",
+                 "S3b_study_g_sweep", "S3g_study_elitism", "fig4b_program_final", "S1b_quality_diversity_tradeoff"):
+        row = next(ln for ln in index.splitlines() if ln.startswith(f"| `{name}`"))
+        assert "not start at 0" in row, name

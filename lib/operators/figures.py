@@ -46,7 +46,7 @@ def conformity_vs_fitness(agents: pd.DataFrame):
     ax.scatter(agents["fitness"], agents["conformity"], s=10, alpha=0.5, color=REFERENCE_GREY, lw=0)
     r = np.corrcoef(agents["fitness"], agents["conformity"])[0, 1]
     n, pops = len(agents), agents["seed"].nunique()
-    ax.set(xlabel="verifier fitness", ylabel="conformity (agreement with consensus)")
+    ax.set(xlabel="verifier fitness", ylabel="conformity\n(agreement with consensus)")
     ax.set_title(f"Conformity tracks fitness: Pearson r = {r:.2f}\nn = {n} agents of {pops} populations "
                  "(one dot each; no interval)", fontsize=8)
     lim = [0, 1]
@@ -83,7 +83,7 @@ def selection_vs_lambda(selection: pd.DataFrame, metric: str, ylabel: str):
         mean_curve(a1, table[table["method"] == method], "lam", method, band_alpha=0.2, label=METHOD_LABEL[method])
     n = int(selection.groupby(["method", "lam"])["seed"].nunique().min())
     a1.set(xlabel="λ (similarity penalty of QD)", ylabel=ylabel)
-    a1.set_title(f"(a) mean over populations (n = {n})" + (f", {stats.BOUNDED_T_CI}" if n >= stats.MIN_T_N else ""),
+    a1.set_title(f"(a) mean over populations (n = {n})" + (f",\n{stats.BOUNDED_T_CI}" if n >= stats.MIN_T_N else ""),
                  fontsize=8, loc="left")
     a1.legend()
     pts, summ = stats.paired_differences(selection, group="method", reference="top_p", value=metric, by=["lam"])

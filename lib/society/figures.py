@@ -290,7 +290,7 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
         note = (f"\n{BESIDE} (full rerun beside the breeding arms) equals full at the last generation on all "
                 f"{len(check)} of its seeds"
                 if same else f"\n{BESIDE} − full: see the society tables" if len(check) else "")
-        a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=7, loc="left", pad=26 if note else 16)
+        a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=7, loc="left", pad=31 if note else 21)
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
@@ -319,7 +319,7 @@ def draw_families(df: pd.DataFrame, families=None):
         _base_line(ax, df, f"test_{f}")
     _legend_right(axes[0][-1], arms)
     fig.suptitle(f"Test accuracy per family: mean over seeds ({_n_seeds(df[df['arm'].isin(arms)])}), no interval "
-                 "(Fig. 3a (b) pairs the arms by seed); grey dash-dotted: the bare base", fontsize=8)
+                 "(Fig. 3a, panel (b), pairs the arms by seed); grey dash-dotted: the bare base", fontsize=8)
     fig.tight_layout()
     return fig
 

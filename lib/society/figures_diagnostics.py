@@ -255,7 +255,7 @@ def draw_elitism(df: pd.DataFrame):
         paired_difference_panel(ax, p, s, group="arm", order=order, reference="X (elitism 0)",
                                 ylabel=f"X@e1: test acc., {what}")
         ax.set_title(f"({'b' if stat == 'mean' else 'c'}) last generation; "
-                     + ax.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+                     + ax.get_title(loc="left"), fontsize=7, loc="left", pad=21)
     fig.tight_layout()
     return fig
 

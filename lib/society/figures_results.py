@@ -173,58 +173,71 @@ def skill_free_families(pts: pd.DataFrame, families, floor: float = SKILL_FLOOR)
     return out
 
 
+def _horizontal_differences(ax, points: pd.DataFrame, summary: pd.DataFrame, arms_: list[str]) -> None:
+    """One row per arm (top to bottom in ``arms_``'s order): its paired differences as dots (seeds), their mean as
+    the arm's marker with its 95 % CI (sign-flip inversion) as a bar (none with < 6 seeds), and its exact p and n
+    written right of the axes, level with the arm; a line at 0 marks no difference."""
+    ax.axvline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
+    for k, a in enumerate(arms_):
+        y = len(arms_) - 1 - k
+        st = arm_style(a)
+        v = points.loc[points["arm"] == a, "diff"].to_numpy(float)
+        r = summary[summary["arm"] == a]
+        jit = np.linspace(-0.1, 0.1, len(v)) if len(v) > 1 else np.zeros(len(v))
+        ax.scatter(v, y + 0.14 + jit, s=8, color=st["color"], alpha=0.55, lw=0, zorder=2)
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
+            ax.plot([r["lo"], r["hi"]], [y - 0.2] * 2, color=st["color"], lw=1.2, marker="|", ms=5, zorder=3)
+        ax.plot([r["mean"]], [y - 0.2], marker=st["marker"], ms=4.5, color=st["color"], mfc=st["mfc"], ls="", zorder=4)
+        ax.annotate(f"p={format_p(r['p'])}, n={int(r['n'])}", (1.0, y), xycoords=("axes fraction", "data"),
+                    xytext=(3, 0), textcoords="offset points", ha="left", va="center", fontsize=7)
+    ax.set_ylim(-0.6, len(arms_) - 0.4)
+
+
 def draw_skill_loss(df: pd.DataFrame, families, generation=None):
-    """S3i. Where a bred child's novel-region skill goes: one row per step (merge − parents' mean,
-    merge − the better parent, child − merge), one column per family and all families pooled (their
-    mean); in each, one column per arm: dots = seeds (mean over children), marker = mean over seeds
-    with its 95 % CI (sign-flip inversion; none with < 6 seeds) and the exact p, written rotated
-    above. ``generation``: the children born then (``"first"``: the first bred generation) or, with
-    ``None``, every bred generation pooled (:func:`skill_loss_at`); the title says which. A family
-    whose children's parents hold none of its skill (:func:`skill_free_families`) is left out and the
-    title says so, with the numbers (it still counts in the pooled column). ``no_sex``
-    copies a parent, so its merge − parent is 0 by construction."""
+    """S3i. Where a bred child's novel-region skill goes: one row of panels per family and all families pooled
+    (their mean), one column per step (merge − parents' mean, merge − the better parent, child − merge); in each,
+    one row per arm: dots = seeds (mean over children), marker = mean over seeds with its 95 % CI (sign-flip
+    inversion; none with < 6 seeds) and, right of the panel, the exact p and n. ``generation``: the children born
+    then (``"first"``: the first bred generation) or, with ``None``, every bred generation pooled
+    (:func:`skill_loss_at`); the title says which. A family whose children's parents hold none of its skill
+    (:func:`skill_free_families`) is left out and the title says so, with the numbers (it still counts in the
+    pooled row). ``no_sex`` copies a parent, so its merge − parent is 0 by construction."""
     use_style()
     pts, summ, which = skill_loss_at(df, families, generation)
     dropped = skill_free_families(pts, families)
     cols = [f for f in families if f not in dropped] + [sr.ALL]
-    arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
-    # at most ~20 arm columns side by side (legible at ~1200 px): more families go in blocks of rows below
-    per_row = max(1, min(len(cols), 20 // max(1, len(arms))))
-    blocks = [cols[k:k + per_row] for k in range(0, len(cols), per_row)]
+    arms_ = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
     n_steps = len(sr.STEPS)
-    fig, axes = plt.subplots(n_steps * len(blocks), per_row, figsize=(0.42 * len(arms) * per_row + 1.6,
-                                                                   (2.55 * n_steps + 0.9) * len(blocks) + 0.6),
-                             sharey="row", squeeze=False)
-    for b, block in enumerate(blocks):
-        for i, step in enumerate(sr.STEPS):
-            row = axes[b * n_steps + i]
-            for j, f in enumerate(block):
-                ax = row[j]
-                p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
-                p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
-                s = summ[(summ["family"] == f) & (summ["step"] == step)]
-                paired_difference_panel(ax, p, s, group="arm", order=arms, reference="x", ylabel=step,
-                                        layout=DiffLayout(crowded=True))
-                ax.set_ylabel(f"{step}\n(test accuracy)" if j == 0 else "", fontsize=8)
-                ax.set_title((f if f != sr.ALL else f"{sr.ALL} (their mean)") if i == 0 else "", fontsize=8,
-                             loc="left", pad=P_LABEL_PAD + 4)
-                if i < n_steps - 1:
-                    ax.tick_params(labelbottom=False)
-            for ax in row[len(block):]:
-                ax.set_visible(False)
-            _around_zero(row[0])  # once the whole row (one shared y-axis) is drawn
+    row_h = 0.2 * len(arms_) + 0.55
+    fig, axes = plt.subplots(len(cols), n_steps, figsize=(3.15 * n_steps + 1.3, row_h * len(cols) + 1.1),
+                             sharey=True, sharex="col", squeeze=False)
+    for i, f in enumerate(cols):
+        for j, step in enumerate(sr.STEPS):
+            ax = axes[i][j]
+            p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
+            p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
+            s = summ[(summ["family"] == f) & (summ["step"] == step)]
+            _horizontal_differences(ax, p, s, arms_)
+            ax.set_title(f"{f if f != sr.ALL else sr.ALL + ' (their mean)'}: {step}", fontsize=8, loc="left")
+            if i == len(cols) - 1:
+                ax.set_xlabel(f"{step}\n(test accuracy, novel region)", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+        axes[i][0].set_yticks(range(len(arms_)), list(reversed(arms_)), fontsize=7)
     by_why: dict[str, list[str]] = {}
     for f, why in dropped.items():
         by_why.setdefault(why, []).append(f)
     note = "; ".join(f"{', '.join(fs)} not drawn: {why}" for why, fs in by_why.items())
-    note += " (it counts in the pooled column)" if len(dropped) == 1 else " (they count in the pooled column)" if dropped else ""
-    chars = int(fig.get_size_inches()[0] * 15)  # the title wrapped to the plots' width
-    fig.suptitle("\n".join(textwrap.wrap(f"Where skill on the novel region is lost, per bred child (elites excluded), "
-                                         f"{which}", chars) + textwrap.wrap(
-        f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); above: exact sign-flip p, n seeds",
-        chars) + (textwrap.wrap(note, chars) if note else [])), fontsize=8)
-    lines = fig._suptitle.get_text().count("\n") + 1
-    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 + 0.15 * lines) / fig.get_size_inches()[1]))  # room for the title
+    note += " (it counts in the pooled row)" if len(dropped) == 1 else " (they count in the pooled row)" if dropped else ""
+    lines = [f"Where skill on the novel region is lost, per bred child (elites excluded), {which}",
+             f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); right of each panel: "
+             "exact sign-flip p, n seeds"] + ([note] if note else [])
+    chars = int(fig.get_size_inches()[0] * 14)  # each part wrapped at the figure's width, never mid-part if it fits
+    fig.suptitle("\n".join(w for ln in lines for w in textwrap.wrap(ln, chars, break_long_words=False)), fontsize=8)
+    n_lines = fig._suptitle.get_text().count("\n") + 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.1 + 0.14 * n_lines) / fig.get_size_inches()[1]), w_pad=5.5)
     return fig
 
 
@@ -409,10 +422,13 @@ def draw_comparison_val_best(df: pd.DataFrame, families, walls: pd.DataFrame | N
     _, order = _split(summ)
     if not order:
         return None
-    fig, ax = plt.subplots(figsize=(0.9 * len(order) + 1.6, 4.0))
+    fig, ax = plt.subplots(figsize=(max(5.2, 0.9 * len(order) + 1.6), 4.0))
     _overall_panel(ax, pts, summ, order, "each arm's val-selected agent")
-    _wrapped_title(ax, "Each arm's val-selected agent (what a user would deploy), last generation",
-                   max(48, 18 * len(order)))
+    # title and x label broken between phrases, never inside one
+    ax.set_title("Each arm's val-selected agent (what a user would deploy), last generation\n"
+                 + ax.get_title(loc="left"), fontsize=7.5, loc="left", pad=26)
+    ax.set_xlabel(f"each arm's val-selected agent,\neach minus {sr.REFERENCE} (population mean) on the same seed",
+                  fontsize=7.5)
     fig.tight_layout()
     return fig
 
@@ -484,6 +500,47 @@ def draw_method_costs(df: pd.DataFrame, families, walls: pd.DataFrame | None = N
 
 # ----------------------------------------------------------------------------- registry
 
+# The first verdict's TIES and DARE-TIES were tuned on its seed grid only (under-tuned there; the society study's
+# re-run, S3n and Fig. 3g, is the number to use: docs/results.md): its panels name them so, never as the tuned ones.
+SEED_GRID = ("baseline_ties", "baseline_dare_ties")
+SEED_GRID_NOTE = " (seed grid)"
+
+
+def seed_grid_name(text: str) -> str:
+    """``text`` with a seed-grid baseline's name (``TIES``, ``baseline_ties``) marked as the first verdict's."""
+    names = {n for a in SEED_GRID for n in (a, label(a), short_name(a))}
+    return text + SEED_GRID_NOTE if text in names else text
+
+
+def mark_seed_grid(fig):
+    """Rename the seed-grid baselines in every tick label, legend entry and text of ``fig`` (the first verdict's
+    panels): ``TIES`` → ``TIES (seed grid)``. Returns ``fig`` (``None`` stays ``None``)."""
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    if fig is None:
+        return None
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            fmt = axis.get_major_formatter()
+            if isinstance(fmt, FixedFormatter):
+                fmt.seq = [seed_grid_name(s) for s in fmt.seq]
+            elif isinstance(fmt, FuncFormatter) and not getattr(fmt, "_seed_grid", False):
+                new = FuncFormatter(lambda x, pos, old=fmt: seed_grid_name(old(x, pos)))
+                new._seed_grid = True
+                axis.set_major_formatter(new)
+        texts = list(ax.texts) + (list(ax.get_legend().get_texts()) if ax.get_legend() else [])
+        for txt in texts:
+            txt.set_text(seed_grid_name(txt.get_text()))
+    for leg in fig.legends:
+        for txt in leg.get_texts():
+            txt.set_text(seed_grid_name(txt.get_text()))
+    return fig
+
+
+def _first_verdict(draw):
+    """``draw`` for a panel of the first verdict's folder: its seed-grid baselines named so (:func:`mark_seed_grid`)."""
+    return lambda data: mark_seed_grid(draw(data))
+
 
 def _with(metrics, fn, *, walls: bool = False):
     """``draw(data)`` for a :class:`lib.style.Panel`: ``fn(rows, families[, walls])``, or None
@@ -513,15 +570,17 @@ def _comparison_caption(data) -> str:
 
 
 PANELS = [
-    Panel("fig3f_society_vs_merge_methods", _with(["test_overall"], draw_comparison_methods), _comparison_caption,
+    Panel("fig3f_society_vs_merge_methods", _first_verdict(_with(["test_overall"], draw_comparison_methods)),
+          _comparison_caption,
           source="comparison"),
     Panel("S3h_society_skill_retention",
-          lambda data: _with(_novel(data), draw_skill_retention)(data),
+          _first_verdict(lambda data: _with(_novel(data), draw_skill_retention)(data)),
           "Skill retention on each family's novel region (never pre-trained; full@breeding, full's re-run beside "
           "the breeding arms, is compared in Fig. 3a): population mean (top) and best agent "
           f"(bottom, an oracle pick) per generation and arm, mean over seeds with its {BOUNDED_T_CI}; lines: the "
           "family's best founder, its specialists' mean and the bare base; the baselines (one model each) at their "
-          "labelled positions right of the last generation."),
+          "labelled positions right of the last generation; TIES and DARE-TIES (seed grid): the first verdict's, "
+          "tuned on its seed grid only (under-tuned; S3n has the society study's tuned ones)."),
     Panel("S3i_society_skill_loss",
           lambda data: _with(_novel(data) + [f"source_{m}" for m in _novel(data)],
                              lambda rows, fams: draw_skill_loss(rows, fams, generation="first"))(data),
@@ -530,10 +589,11 @@ PANELS = [
           f"family and pooled, per arm; dots: seeds; mean, {SIGN_FLIP_CI} (none with < 6 seeds), exact p. A family "
           "whose children's parents hold none of its novel skill (mean below 0.01: nothing to lose) is left out, the "
           "title says so with its numbers. no_sex copies a parent: its merge − parent is 0."),
-    Panel("S3j_society_generalists", _with(["base_test_overall"], draw_generalists),
+    Panel("S3j_society_generalists", _first_verdict(_with(["base_test_overall"], draw_generalists)),
           "Generalists: share of the population strictly above the bare base on at least two families (a) and at "
           f"least one (b), per generation and arm, mean over seeds with its {BOUNDED_T_CI}; the baselines (one "
-          "model each) at their labelled positions: the share of seeds, 95 % CI (Wilson)."),
+          "model each) at their labelled positions: the share of seeds, 95 % CI (Wilson); TIES and DARE-TIES (seed "
+          "grid): the first verdict's, tuned on its seed grid only (under-tuned)."),
 ]
 
 COMPARISON_PANELS = [  # Fig. 3f's other parts, each its own figure (lib.society.figures adds them after PANELS)
@@ -541,14 +601,16 @@ COMPARISON_PANELS = [  # Fig. 3f's other parts, each its own figure (lib.society
           "Each arm's val-selected agent (the last generation's agent with the highest val accuracy: what a user "
           "would deploy) minus full's population mean on the same seed, overall test accuracy; dots: seeds; mean, "
           f"{SIGN_FLIP_CI} (none with < 6 seeds), exact p."),
-    Panel("S3l_society_vs_merge_by_family", _with(["test_overall"], draw_comparison_families),
+    Panel("S3l_society_vs_merge_by_family", _first_verdict(_with(["test_overall"], draw_comparison_families)),
           "Fig. 3f per family: every arm (population mean), baseline, the founders' mean and the bare base minus "
           f"full on the same seed, last generation; dots: seeds; mean, {SIGN_FLIP_CI} (none with < 6 seeds); exact "
-          "sign-flip p at the right."),
-    Panel("S3m_society_method_costs", _with(["test_overall"], draw_method_costs, walls=True),
+          "sign-flip p at the right; baseline_ties and baseline_dare_ties (seed grid): the first verdict's, tuned on "
+          "its seed grid only (under-tuned)."),
+    Panel("S3m_society_method_costs", _first_verdict(_with(["test_overall"], draw_method_costs, walls=True)),
           "Cost of each method of Fig. 3f, mean over seeds: LoRA training steps (the founders' included; multitask "
           "trains from the base, its own steps only), val evaluations, and wall seconds of the method's own run "
-          "(machine-dependent; the founders, trained once per seed and shared, are not timed in it).",
+          "(machine-dependent; the founders, trained once per seed and shared, are not timed in it); "
+          "baseline_ties and baseline_dare_ties (seed grid): the first verdict's, tuned on its seed grid only.",
           source="comparison"),
 ]
 

@@ -91,12 +91,12 @@ def draw_chosen_agent(rows: pd.DataFrame, families):
             if np.isfinite(lo):
                 ax.plot([lo, hi], [y[arm]] * 2, color=st["color"], lw=1.4, zorder=3)
             ax.plot([m], [y[arm]], marker=st["marker"], ms=5.5, color=st["color"], mfc=st["mfc"], ls="", zorder=4)
-        for ref, ls in ((BASE_MODEL, ":"), (MULTITASK, "-.")):
+        for ref, ls, name in ((BASE_MODEL, ":", "the bare base's mean"), (MULTITASK, "-.", "multitask's mean")):
             v = pts.loc[pts["arm"] == ref, col].dropna()
             if len(v):
-                ax.axvline(v.mean(), color=style.REFERENCE_GREY, ls=ls, lw=0.8, zorder=1)
+                ax.axvline(v.mean(), color=style.REFERENCE_GREY, ls=ls, lw=0.8, zorder=1, label=name)
         if col != "overall":
-            ax.axvline(HELD, color="#999999", ls="--", lw=0.6, zorder=1)
+            ax.axvline(HELD, color="#999999", ls="--", lw=0.6, zorder=1, label=f"{HELD:g}: a skill is held from here")
         ax.set_xlim(-0.03, 1.03)
         ax.set_title(f"{col}: novel region" if col != "overall" else "overall (all regions)", fontsize=9)
         ax.set_xlabel("test accuracy")
@@ -106,7 +106,10 @@ def draw_chosen_agent(rows: pd.DataFrame, families):
     axes[0].set_ylim(-0.6, len(order) - 0.4)
     fig.suptitle("The model a reader takes away (best on the selection pool): which design holds several skills?",
                  fontsize=10)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()  # the three reference lines, once for every panel
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.035, 1, 1))
     return fig
 
 

@@ -80,6 +80,44 @@ def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["arm"].map(is_design)]
 
 
+def _y_range(pts: pd.DataFrame, base: pd.DataFrame) -> tuple[float, float]:
+    """The y limits of Fig. 3g: every drawn accuracy with a 4 % margin (set before the markers are placed)."""
+    ys = list(pts["overall"].astype(float))
+    b = base[base["metric"] == "base_test_overall"]["value"]
+    ys += [float(b.mean())] if len(b) else []
+    lo, hi = min(ys), max(ys)
+    pad = 0.04 * (hi - lo or 1.0)
+    return lo - pad, hi + pad
+
+
+def arms_label(arm: str) -> str:
+    """An arm's legend name, as every figure writes it (``baseline_dare_ties`` → ``DARE-TIES``)."""
+    return arms.label(arm)
+
+
+def _side_by_side(ax, fig, points, *, near_px: float = 5.0, step_pt: float = 7.0) -> None:
+    """Scatter ``points`` (``[((x, y), scatter keywords)]``) on ``ax``; markers that would fall within ``near_px``
+    pixels of each other are set side by side, ``step_pt`` points apart, the first at their common spot."""
+    from matplotlib.transforms import offset_copy
+
+    fig.canvas.draw()  # the axes' limits and scales, to place the markers in pixels
+    xy = np.array([ax.transData.transform(p) for p, _ in points]) if points else np.zeros((0, 2))
+    groups: list[list[int]] = []
+    for i in range(len(points)):
+        for g in groups:
+            if np.all(np.abs(xy[g[0]] - xy[i]) < near_px):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    for g in groups:
+        for k, i in enumerate(g):
+            (x, y), kw = points[i]
+            shift = k * step_pt  # the first at the true spot, the others right of it (nothing drawn off the axes)
+            ax.scatter([x], [y], transform=offset_copy(ax.transData, fig=fig, x=shift, y=0, units="points"),
+                       clip_on=False, **kw)
+
+
 def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     use_style()
     pts = skill_points(rows, families)
@@ -90,7 +128,17 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
     fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 3.8), sharey=True)
     axes = np.atleast_1d(axes)
+    fig.subplots_adjust(left=0.06, right=0.99, wspace=0.08, top=0.85, bottom=0.15)  # close to tight_layout's
     founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
+    for ax in axes:
+        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
+        # the points that a linear axis piles at 0
+        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
+        ax.set_xlim(-0.001, 1.05)
+        ax.set_xticks([0, 0.01, 0.03, 0.1, 0.3, 1.0], ["0", "0.01", "0.03", "0.1", "0.3", "1"])
+    ylo, yhi = _y_range(pts, base)
+    for ax in axes:
+        ax.set_ylim(ylo, yhi)
     for ax, fam in zip(axes, families):
         for arm in arms:
             st = {"color": colours[arm], "marker": arm_style(arm)["marker"]}
@@ -106,31 +154,32 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
                 ax.scatter([x0], [y0], s=22, marker=st["marker"], facecolor="white", edgecolor=st["color"], lw=1.0,
                            zorder=3)
             ax.scatter([x1], [y1], s=26, marker=st["marker"], color=st["color"], zorder=4,
-                       label=f"{arm} (n = {int(end['n'].iloc[0])})")
+                       label=f"{arms_label(arm)} (n = {int(end['n'].iloc[0])})")
+        # the references: the baselines (one model each; black, hollow, each in its own marker, so that their
+        # colours do not crowd the arms'), the founders and the bare base; markers at one spot set side by side
+        refs = []
         for b in baselines:
             e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
             if not e.empty:
-                ax.scatter([float(e[fam].iloc[0])], [float(e["overall"].iloc[0])], marker="x", s=30,
-                           color=arm_style(b)["color"], zorder=4, label=b.removeprefix(BASELINE_PREFIX))
+                refs.append(((float(e[fam].iloc[0]), float(e["overall"].iloc[0])),
+                             {"marker": arm_style(b)["marker"], "s": 30, "facecolor": "white", "edgecolor": "black",
+                              "lw": 0.9, "zorder": 4, "label": f"{arms_label(b)} (n = {int(e['n'].iloc[0])})"}))
         if len(founders):
-            ax.scatter([float(founders[fam].iloc[0])], [float(founders["overall"].iloc[0])], marker="*", s=80,
-                       color="black", zorder=5, label="founders (generation 0)")
+            refs.append(((float(founders[fam].iloc[0]), float(founders["overall"].iloc[0])),
+                         {"marker": "*", "s": 80, "color": "black", "zorder": 5, "label": "founders (generation 0)"}))
         b = base.groupby("metric")["value"].mean()
         if "base_test_overall" in b:
-            ax.scatter([float(b.get(f"base_test_{fam}_novel", 0.0))], [float(b["base_test_overall"])], marker="o",
-                       s=30, color="grey", zorder=5, label="bare base")
+            refs.append(((float(b.get(f"base_test_{fam}_novel", 0.0)), float(b["base_test_overall"])),
+                         {"marker": "o", "s": 30, "color": "grey", "zorder": 5, "label": "bare base"}))
+        _side_by_side(ax, fig, refs)
         ax.set_xlabel(f"{fam}: novel-region accuracy (population)")
         ax.set_title(f"{fam}", fontsize=9)
-        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
-        # the points that a linear axis piles at 0
-        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
-        ax.set_xlim(-0.001, 1.05)
-        ax.set_xticks([0, 0.01, 0.03, 0.1, 0.3, 1.0], ["0", "0.01", "0.03", "0.1", "0.3", "1"])
     axes[0].set_ylabel("test accuracy, all families (population)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
     fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds); "
-                 "x on a symmetric-log scale, linear below 0.01", fontsize=8.5)
+                 "x on a symmetric-log scale, linear below 0.01\nblack, hollow: the baselines (one model each); "
+                 "markers at one spot set side by side, the first at the spot", fontsize=8.5)
     fig.tight_layout()
     return fig
 
@@ -198,8 +247,9 @@ PANELS = [
     Panel("fig3g_study_skill_vs_accuracy", lambda data: draw_skill_vs_accuracy(data["rows"], data["families"]),
           "The society study: per family, each society arm's novel-region accuracy (the skill only its founders "
           "learned) against its population test accuracy, at generation 1 (open) and the last generation "
-          "(filled), beside the baselines (×, one model each), the founders (★) and the bare base (●); means over "
-          "each arm's seeds (n in the legend)."),
+          "(filled), beside the baselines (one model each: black, hollow, each in its own marker), the founders (★) "
+          "and the bare base (●); means over each arm's or baseline's seeds (n in the legend). The x axis is "
+          "symmetric-log (linear below 0.01); markers that would coincide are set side by side."),
     Panel("S3b_study_g_sweep", _g_sweep,
           "The study's grounding knob: last-generation test accuracy of full at g = 0, 0.25, 0.75, 1 and full "
           "itself (g = 0.5) on the same seeds (dots: seeds; mean, 95 % CI (t, within [0, 1]))."),

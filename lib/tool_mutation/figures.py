@@ -111,7 +111,7 @@ def draw_final(rows: pd.DataFrame) -> plt.Figure:
                             reference="reference", ylabel="final held-out MSE",
                             layout=DiffLayout(look=dict(zip(summ["comparison"], summ["arm"]))))
     a2.set_ylabel("final held-out MSE, arm − reference\n(< 0: lower loss than the reference)")
-    a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=16)
+    a2.set_title("(b) " + a2.get_title(loc="left"), fontsize=7, loc="left", pad=21)
     fig.tight_layout()
     return fig
 
