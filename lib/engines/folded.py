@@ -108,8 +108,8 @@ def shared_prefill(model, enc: list[list[int]], *, pad: int, min_group: int = 8,
 
 def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int, pad: int,
                   counter: Counter | None = None, keys: Sequence | None = None, route: Callable | None = None):
-    """Greedy continuations of the prompts ``enc`` (token lists), shape ``(rows, max_new_tokens)``,
-    ``pad`` after EOS. The prompts are prefilled by :func:`shared_prefill` (left-padded, as HF
+    """Greedy continuations of the prompts ``enc`` (token lists), shape ``(rows, max_new_tokens)`` on the
+    CPU, ``pad`` after EOS. The prompts are prefilled by :func:`shared_prefill` (left-padded, as HF
     ``generate`` sees them, each group's shared prefix computed once); the model is then called as
     ``generate`` calls it (a growing attention mask, a ``DynamicCache``), and rows leave the batch once
     they emitted EOS (``generate`` keeps computing finished rows until the whole batch is done).
@@ -141,7 +141,7 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
         done = out == eos
         n_new = torch.where(done.any(1), done.int().argmax(1) + 1, out.shape[1])
         counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps)
-    return out
+    return out.cpu()
 
 
 def base_linears(model, names) -> dict:
@@ -278,8 +278,9 @@ class FoldedAgents(FactorAgents):
         saved = {m: w.detach().clone() for m, w in ws.items()}
         try:
             with torch.no_grad():
-                for m, (a, b, s) in self.factors[name].items():
-                    ws[m].add_(dense_update(a, b, s).to(ws[m].device))
+                for m, (a, b, s) in self.factors[name].items():  # ΔW computed on the weights' device
+                    dev = ws[m].device
+                    ws[m].add_(dense_update(a.to(dev), None if b is None else b.to(dev), s))
             yield
         finally:
             with torch.no_grad():
