@@ -120,7 +120,7 @@ def score(outputs, tasks, form: str) -> list[dict]:
 def targets_met(rows: list[dict]) -> dict[str, bool]:
     """The test-bed's targets on one trial's rows: the base parses >= 95 % on every family, scores >= 0.6
     on every familiar region and <= 0.2 on every novel one; each founder >= 0.6 on its family's novel
-    region (>= 0.4 for arith)."""
+    region (>= 0.4 for arith); ``None`` for a founder not measured."""
     base = {(r["family"], r["region"]): r for r in rows if r["model"] == "base"}
     fams = sorted({f for f, _ in base})
     out = {"base_parses": bool(fams) and all(base[(f, "all")]["parse_rate"] >= 0.95 for f in fams),
@@ -128,8 +128,17 @@ def targets_met(rows: list[dict]) -> dict[str, bool]:
            "base_novel_low": bool(fams) and all(base[(f, "novel")]["accuracy"] <= 0.2 for f in fams)}
     for f in fams:
         r = [x for x in rows if x["model"] == f"founder_{f}" and x["family"] == f and x["region"] == "novel"]
-        out[f"founder_{f}"] = bool(r) and r[0]["accuracy"] >= (0.4 if f == "arith" else 0.6)
+        out[f"founder_{f}"] = r[0]["accuracy"] >= (0.4 if f == "arith" else 0.6) if r else None  # None: not measured
     return out
+
+
+def trial_rows(rows: list[dict], trial: str, base_from: str | None = None) -> list[dict]:
+    """The rows of ``trial``, its base's taken from trial ``base_from`` when it reused that trial's warm-up
+    adapter without measuring the base again."""
+    own = [r for r in rows if r["trial"] == trial]
+    if base_from and not any(r["model"] == "base" for r in own):
+        own += [r for r in rows if r["trial"] == base_from and r["model"] == "base"]
+    return own
 
 
 def append_rows(path: Path, rows: list[dict]) -> None:
@@ -170,6 +179,14 @@ def read_rows(scale: str = "cpu") -> list[dict]:
     return rows
 
 
+def read_manifest_trials(scale: str = "cpu") -> dict:
+    """``{trial: its manifest entry}`` of ``data/<scale>/paper_testbed/manifest.json`` (``{}`` when none)."""
+    import json
+    from lib.core.paths import data_dir
+    p = data_dir(scale, "paper_testbed") / "manifest.json"
+    return json.loads(p.read_text()).get("trials", {}) if p.exists() else {}
+
+
 def _model_label(m: str) -> str:
     return {"bare": "bare SmolLM2", "base": "base (after warm-up)"}.get(m, m.replace("founder_", "founder: "))
 
@@ -182,16 +199,19 @@ def testbed_table(scale: str = "cpu") -> str:
     if not rows:
         return "No data yet: run `python -m lib.society.paper_testbed` (see above).\n"
     trials = list(dict.fromkeys(r["trial"] for r in rows))
+    base_from = {t: e.get("base_rows_from") for t, e in read_manifest_trials(scale).items()}
     lines = []
     for t in trials:
         r0 = next(r for r in rows if r["trial"] == t)
         warm = (f"{r0['warmup_n']}/family × {r0['warmup_epochs']}, lr {r0['warmup_lr']}" if int(r0["warmup_n"])
-                else "none")
-        met = targets_met([r for r in rows if r["trial"] == t])
+                else "none") + (f" (the adapter of {base_from[t]}, its base rows)" if base_from.get(t) else "")
+        met = targets_met(trial_rows(rows, t, base_from.get(t)))
+        unmeasured = [k for k, v in met.items() if v is None]
         lines.append(f"| {t} | {r0['form']} | {r0['targets']}, r {r0['r']}, alpha {r0['alpha']} | {warm} | "
                      f"{r0['spec_train']} × {r0['spec_epochs']}, lr {r0['lr']} | "
                      f"{', '.join(k for k, v in met.items() if v) or 'none'} | "
-                     f"{', '.join(k for k, v in met.items() if not v) or 'none'} |")
+                     f"{', '.join(k for k, v in met.items() if v is False) or 'none'}"
+                     f"{'; not measured: ' + ', '.join(unmeasured) if unmeasured else ''} |")
     out = markdown(["trial", "strings form", "LoRA", "warm-up (familiar regions)", "founders (tasks × epochs)",
                     "targets met", "targets missed"], lines) + "\n"
     fams = list(dict.fromkeys(r["family"] for r in rows))
@@ -257,15 +277,17 @@ def run_trial(a: argparse.Namespace) -> int:
     entry["base_identity"] = base.info["identity"]
     _log(f"trial {a.trial}: {settings}; {len(tests)} test prompts; base loaded", t0)
 
-    def measure(model: str, adapter=None, **extra) -> None:
+    def measure(model: str, adapter=None, family=None, **extra) -> None:
         t = time.time()
-        outs = generate(base, prompts, adapter=adapter, max_new_tokens=a.max_new, batch_size=a.gen_batch)
+        mine = [x for x in tests if family is None or x.family == family]
+        outs = generate(base, [x.prompt for x in mine], adapter=adapter, max_new_tokens=a.max_new,
+                        batch_size=a.gen_batch)
         dt = round(time.time() - t, 1)
         rows = [{"trial": a.trial, "model": model, **r, **settings, **extra, "eval_s": dt}
-                for r in score(outs, tests, a.form)]
+                for r in score(outs, mine, a.form)]
         append_rows(out / CSV, rows)
         entry["stages_s"][f"eval_{model}"] = dt
-        entry.setdefault("examples", {})[model] = [[t.prompt, o] for t, o in list(zip(tests, outs))[::a.n_eval][:6]]
+        entry.setdefault("examples", {})[model] = [[t.prompt, o] for t, o in list(zip(mine, outs))[::a.n_eval][:6]]
         _log(f"{model}: " + ", ".join(f"{r['family']}/{r['region']} {r['accuracy']:.2f} (parse {r['parse_rate']:.2f})"
                                       for r in rows if r["region"] != "all"), t0)
         _write_manifest(out, a.trial, entry)
@@ -293,7 +315,10 @@ def run_trial(a: argparse.Namespace) -> int:
             dst.mkdir(parents=True, exist_ok=True)
             for f in lora.FILES:
                 shutil.copy2(wdir / f, dst / f)
-        measure("base", train_steps=steps, train_s=dt)
+        if a.base_from:  # the same warm-up adapter as trial base_from: its base rows stand for this trial's
+            entry["base_rows_from"] = a.base_from
+        else:
+            measure("base", train_steps=steps, train_s=dt)
     elif not a.bare:
         measure("base")
     else:  # the bare model is the base: its rows again under the name the targets read
@@ -311,13 +336,14 @@ def run_trial(a: argparse.Namespace) -> int:
         dt = round(time.time() - t, 1)
         entry["stages_s"][f"founder_{fam}_train"] = dt
         lora.load_adapter(base, f"founder_{fam}", d)
-        measure(f"founder_{fam}", adapter=f"founder_{fam}", train_steps=info.get("train_steps", 0), train_s=dt)
+        measure(f"founder_{fam}", adapter=f"founder_{fam}", family=fam if a.founder_eval == "own" else None,
+                train_steps=info.get("train_steps", 0), train_s=dt)
         lora.remove_adapter(base, f"founder_{fam}")
     entry["wall_s"] = round(time.time() - t0, 1)
     with open(out / CSV) as fh:
         mine = [dict(r, accuracy=float(r["accuracy"]), parse_rate=float(r["parse_rate"]))
-                for r in csv.DictReader(fh) if r["trial"] == a.trial]
-    entry["targets_met"] = targets_met(mine)
+                for r in csv.DictReader(fh) if r["trial"] in (a.trial, a.base_from)]
+    entry["targets_met"] = targets_met(trial_rows(mine, a.trial, a.base_from or None))
     _write_manifest(out, a.trial, entry)
     _log(f"done: targets {entry['targets_met']}", t0)
     return 0
@@ -384,6 +410,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--spec-epochs", type=int, default=3)
     ap.add_argument("--founders", nargs="*", default=list(FAMILIES), help="families to train a founder of")
     ap.add_argument("--n-eval", type=int, default=40, help="test tasks per family and region")
+    ap.add_argument("--founder-eval", default="all", choices=("all", "own"),
+                    help="a founder answers every family's test items, or only its own family's")
+    ap.add_argument("--base-from", default="", help="with --warmup-from: that trial's warm-up; its base rows stand "
+                                                    "for this trial's (the base is not measured again)")
     ap.add_argument("--max-new", type=int, default=16, help="new tokens per answer")
     ap.add_argument("--gen-batch", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
@@ -405,6 +435,8 @@ def _main(argv=None) -> int:
     if min(a.r, a.alpha, a.spec_train, a.spec_epochs, a.n_eval, a.max_new, a.warmup_epochs) < 1 or a.warmup_n < 0:
         raise TrialError("r, alpha, spec_train, spec_epochs, n_eval, max_new and warmup_epochs must be >= 1, "
                          "warmup_n >= 0")
+    if a.base_from and not a.warmup_from:
+        raise TrialError("--base-from needs --warmup-from (the base is that trial's only with its warm-up adapter)")
     if a.warmup_from and not (Path(a.warmup_from) / "adapter_config.json").is_file():
         raise TrialError(f"--warmup-from {a.warmup_from}: no adapter_config.json there")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -26,13 +26,16 @@ from lib.operators import tables as operators
 from lib.program_search import tables as program_search
 from lib.society import tables as society, tables_results as society_results, tables_skills as society_skills
 from lib.society import tables_lineage as society_lineage
+from lib.society import paper_testbed
 from lib.tool_mutation import tables as tool_mutation
 
-MODULES = (society, society_results, society_skills, society_lineage, operators, tool_mutation, program_search)
+MODULES = (society, society_results, society_skills, society_lineage, operators, tool_mutation, program_search,
+           paper_testbed)
 TABLES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.TABLES.items()}
 VALUES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.VALUES.items()}
 
-FILES = ("README.md", "docs/results.md", "docs/study.md", "docs/skills.md", "docs/lineage.md", "docs/running.md")
+FILES = ("README.md", "docs/results.md", "docs/study.md", "docs/skills.md", "docs/lineage.md", "docs/running.md",
+         "docs/paper-scale.md")
 MARK = re.compile(r"(<!-- table:(?P<name>[\w-]+) (?P<scale>\w+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 INLINE = re.compile(r"(<!-- value:(?P<name>[\w.-]+) (?P<scale>\w+) -->)(?P<body>[^\n]*?)(<!-- /value -->)")
 
