@@ -252,11 +252,12 @@ def _run_notebooks(todo: list[Step], scale: str, skipped: list[Step], *, force: 
 
 def _stable_ids(executed: Path) -> None:
     """Rewrite an executed notebook with cell ids a re-run keeps (:func:`lib.pages.stable_ids`: papermill gives
-    its injected-parameters cell a new random id each run), so re-running leaves its copies and pages unchanged."""
+    its injected-parameters cell a new random id each run), so re-running leaves its copies and pages unchanged,
+    and its figures stored compactly at their full resolution (:func:`lib.pages.compact_images`)."""
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
-    if pages.stable_ids(nb):
+    if pages.stable_ids(nb) + pages.compact_images(nb):
         nbformat.write(nb, executed)
 
 

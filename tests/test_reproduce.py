@@ -63,6 +63,13 @@ def test_runs_notebook_01_into_build(capsys):
     assert "01_operators.ipynb" in out and "done in" in out
     executed = nbformat.read(BUILD / "smoke" / "01_operators.ipynb", as_version=4)
     assert any(c.get("outputs") for c in executed.cells if c.cell_type == "code")
+    # papermill gives its injected cell a random id each run; the executed notebook keeps a fixed one, so a
+    # re-run leaves the committed notebooks and pages as they were
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert [c["id"] for c in injected] == ["injected-parameters"]
+    source = nbformat.read(REPO_ROOT / "notebooks" / "01_operators.ipynb", as_version=4)
+    assert [c["id"] for c in executed.cells if c not in injected] == [
+        c["id"] for c in source.cells if "injected-parameters" not in c.metadata.get("tags", [])]
 
 
 def _executed(tmp_path, figure_output: dict):
