@@ -74,7 +74,7 @@ def draw_accuracy_compute(rows, families, work):
 
 
 PANELS = [
-    Panel("fig3i_accuracy_compute", lambda d: draw_accuracy_compute(d["rows"], d["families"], d["work"]),
+    Panel("fig3i_accuracy_compute", lambda d: draw_accuracy_compute(d["everything"], d["families"], d["work"]),
           "The lineage study: every society design (filled) and one-shot model (hollow) with a selection pool, "
           f"(a) the chosen agent's test accuracy (mean, {BOUNDED_T_CI}) and (b) the skills it holds, against the "
           "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them). Dashed: "
@@ -93,6 +93,9 @@ def draw_all(scale: str) -> list[str]:
 
 
 def stats_table(scale: str):
-    """The four pre-registered comparisons (:func:`lib.society.lineage.primary`)."""
+    """The four pre-registered comparisons (:func:`lib.society.lineage.primary`); ``FileNotFoundError`` before the
+    study's first run has finished."""
     d = load_data(scale)
+    if d["rows"] is None:
+        raise FileNotFoundError(f"no finished {EXPERIMENT} run at {scale} yet: its comparisons need one")
     return lineage.primary(d["rows"], d["families"])

@@ -12,9 +12,10 @@ progress files recorded them (:func:`lib.society.data.shard_work`), the tokens t
 calls, the seed's founders' training added once to every run that starts from them.
 
 Placement (:func:`placement`): a society design against the one-shot frontier at its own compute. Its rival is the
-one-shot model (a baseline: one model, no population) with the highest mean selection-pool accuracy among those
-whose mean steps per seed are at most the design's (never chosen on test); the paired difference of the chosen
-agents' test accuracy places it *above* (the sign-flip interval above 0), *below* (under 0) or *on* the frontier.
+one-shot model (a baseline: one model, no population) of the same folder (one float path) with the highest mean
+selection-pool accuracy among those whose mean steps per seed are at most the design's (never chosen on test); the
+paired difference of the chosen agents' test accuracy places it *above* (the sign-flip interval above 0), *below*
+(under 0) or *on* the frontier.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from lib.society.arms import FRONTIER, LINEAGE_PRIMARY, LINEAGE_SECONDARY, frontier_k, is_baseline
-from lib.society.data import CROSSOVER, LINEAGE, STUDY, WORK, config_of, files_of, shard_work, society_rows
+from lib.society.data import CROSSOVER, LINEAGE, WORK, config_of, files_of, shard_work, society_rows
+from lib.society.figures_skills import studies
 from lib.society.skills import HELD, chosen_agents, outcome, primary_table, secondary_table
 from lib.society.study import paired
 from lib.core.stats import bounded_t_ci
@@ -30,29 +32,30 @@ from lib.core.stats import bounded_t_ci
 BELOW, ON, ABOVE = "below", "on", "above"
 
 
-def folders(scale: str) -> tuple[str, ...]:
-    """The folders the study reads at ``scale``: its own, and (where its config does not run ``crossover`` beside
-    its arms) the skill-combining and society studies', whose designs, baselines and founders it re-uses."""
-    cfg = config_of(LINEAGE, scale)
-    return (LINEAGE,) if "crossover" in cfg.arms else (LINEAGE, CROSSOVER, STUDY)
 
 
 def load_data(scale: str) -> dict | None:
-    """``{"rows", "families", "work", "files"}``: the finished runs of :func:`folders` (before any of the study's own
-    has finished, the earlier studies' alone; ``None``: no finished run at ``scale``), the config's families, every
-    shard's recorded work (:func:`shard_work`)."""
+    """``{"rows", "everything", "families", "work", "files"}``: ``rows``, the study's own finished runs (its
+    comparisons read only these: one float path per seed; ``None`` before the first has finished); ``everything``,
+    those and the earlier studies' (the skill-combining study's folders, :func:`lib.society.figures_skills.studies`)
+    designs and baselines that the study's folder does not hold, for
+    the compute table and chart (``study`` names each row's folder, ``pairing`` the folders that pair by seed: the
+    study's own, or the earlier studies' joined as they paired them); the config's families; every shard's recorded
+    work (:func:`shard_work`). ``None``: no finished run at ``scale`` at all."""
     if config_of(LINEAGE, scale) is None:
         return None
-    fo = folders(scale)
-    rows = society_rows(scale, *fo, finished=True, required=False)
-    if rows is None and len(fo) > 1:  # none of its own runs has finished: the earlier studies' designs alone
-        fo = fo[1:]
-        rows = society_rows(scale, *fo, finished=True, required=False)
-    if rows is None:
+    own = society_rows(scale, LINEAGE, finished=True, required=False)
+    before = studies(scale) if config_of(CROSSOVER, scale) else ()
+    earlier = society_rows(scale, *before, finished=True, required=False) if before else None
+    if earlier is not None and own is not None:
+        earlier = earlier[~earlier["arm"].isin(set(own["arm"]))]
+    parts = [r.assign(pairing=" + ".join(fo)) for r, fo in ((own, (LINEAGE,)), (earlier, before)) if r is not None]
+    if not parts:
         return None
-    files = files_of(scale, *fo)
-    return {"rows": rows, "families": list(config_of(LINEAGE, scale).families),
-            "work": shard_work(files["files"]), **files}
+    read = [fo for fo, r in (((LINEAGE,), own), (before, earlier)) if r is not None]
+    files = {k: sum((files_of(scale, *fo)[k] for fo in read), []) for k in ("files", "progress", "configs")}
+    return {"rows": own, "everything": pd.concat(parts, ignore_index=True),
+            "families": list(config_of(LINEAGE, scale).families), "work": shard_work(files["files"]), **files}
 
 
 def primary(rows: pd.DataFrame, families) -> pd.DataFrame:
@@ -117,10 +120,12 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
     without a rival or with fewer than 2 paired seeds)."""
     table = compute_table(rows, families, None) if table is None else table
     out = outcome(chosen_agents(rows, families))
+    col = "pairing" if "pairing" in rows else "study"
+    study = rows.drop_duplicates("arm").set_index("arm")[col]  # pairs only within one study's runs (float path)
     one_shot = table[table["baseline"]]
     lines = []
     for _, r in table[~table["baseline"]].iterrows():
-        cheaper = one_shot[one_shot["steps"] <= r["steps"]]
+        cheaper = one_shot[(one_shot["steps"] <= r["steps"]) & (one_shot["arm"].map(study) == study[r["arm"]])]
         rival = None if cheaper.empty else str(cheaper.sort_values("select", ascending=False, kind="stable")["arm"].iloc[0])
         res = paired(out[r["arm"]], out[rival]) if rival else {"n": 0, **dict.fromkeys(("a", "b", "diff", "lo", "hi",
                                                                                           "p"), np.nan)}
@@ -140,5 +145,5 @@ def held_by_one(rows: pd.DataFrame, families, arm: str, at_least: int = 2) -> tu
     return int((h >= at_least).sum()), len(h)
 
 
-__all__ = ["ABOVE", "BELOW", "HELD", "ON", "compute_table", "folders", "held_by_one", "load_data", "placement",
+__all__ = ["ABOVE", "BELOW", "HELD", "ON", "compute_table", "held_by_one", "load_data", "placement",
            "primary", "secondary", "seed_work"]

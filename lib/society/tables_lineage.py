@@ -25,13 +25,13 @@ def _data(scale: str) -> dict | None:
 
 def lineage_primary(scale: str) -> str:
     d = _data(scale)
-    return NO_DATA if d is None else primary_markdown(lineage.primary(d["rows"], d["families"]),
+    return NO_DATA if d is None or d["rows"] is None else primary_markdown(lineage.primary(d["rows"], d["families"]),
                                                       config_of(LINEAGE, scale))
 
 
 def lineage_secondary(scale: str) -> str:
     d = _data(scale)
-    return NO_DATA if d is None else secondary_markdown(lineage.secondary(d["rows"], d["families"]))
+    return NO_DATA if d is None or d["rows"] is None else secondary_markdown(lineage.secondary(d["rows"], d["families"]))
 
 
 def _count(x) -> str:
@@ -44,12 +44,13 @@ def lineage_compute(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return NO_DATA
-    t = lineage.compute_table(d["rows"], d["families"], d["work"])
-    lines = [f"| {'`' + r.arm + '`'} | {'one-shot' if r.baseline else 'society'} | {int(r.n)} | "
+    t = lineage.compute_table(d["everything"], d["families"], d["work"])
+    study = d["everything"].drop_duplicates("arm").set_index("arm")["study"]
+    lines = [f"| {'`' + r.arm + '`'} | {'one-shot' if r.baseline else 'society'} | `{study[r.arm]}` | {int(r.n)} | "
              + (f"{fmt(r.test)} [{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(r.lo) else fmt(r.test))
              + f" | {fmt(r.held, 2)} | {r.steps:,.0f} | {r.val_evals:,.0f} | {_count(r.train_tokens)} | "
              f"{_count(r.gen_tokens)} | {_count(r.verifier_calls)} | {r.n_counted} |" for _, r in t.iterrows()]
-    return markdown(["model", "kind", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]", "skills held (of 3)",
+    return markdown(["model", "kind", "study", "seeds", "chosen agent: test [95 % CI (t, within [0, 1])]", "skills held (of 3)",
                      "LoRA steps per seed", "val evaluations", "tokens trained", "tokens generated", "verifier calls",
                      "seeds with recorded work"], lines)
 
@@ -59,7 +60,8 @@ def lineage_placement(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return NO_DATA
-    p = lineage.placement(d["rows"], d["families"], lineage.compute_table(d["rows"], d["families"], d["work"]))
+    e = d["everything"]
+    p = lineage.placement(e, d["families"], lineage.compute_table(e, d["families"], d["work"]))
     lines = [f"| `{r.arm}` | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
                                                    f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} | "
                                                    f"{r['where'] if isinstance(r['where'], str) else '— (fewer than 2 seeds)'} |" if r.rival else
@@ -73,7 +75,7 @@ def lineage_where(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return "not measured yet"
-    p = lineage.placement(d["rows"], d["families"]).set_index("arm")
+    p = lineage.placement(d["everything"], d["families"]).set_index("arm")
     if CONTINUE not in p.index or not isinstance(p.loc[CONTINUE, "where"], str):
         return "not measured yet"
     r = p.loc[CONTINUE]
@@ -87,8 +89,8 @@ def lineage_frontier(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return "not measured yet"
-    t = lineage.compute_table(d["rows"], d["families"], d["work"])
-    p = lineage.placement(d["rows"], d["families"], t).dropna(subset=["where"])
+    t = lineage.compute_table(d["everything"], d["families"], d["work"])
+    p = lineage.placement(d["everything"], d["families"], t).dropna(subset=["where"])
     if p.empty:
         return "not measured yet"
     n = p["where"].value_counts()
