@@ -212,7 +212,7 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
     arms_ = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
     n_steps = len(sr.STEPS)
     row_h = 0.2 * len(arms_) + 0.55
-    fig, axes = plt.subplots(len(cols), n_steps, figsize=(3.15 * n_steps + 1.3, row_h * len(cols) + 1.1),
+    fig, axes = plt.subplots(len(cols), n_steps, figsize=(3.15 * n_steps + 1.3, row_h * len(cols) + 1.3),
                              sharey=True, sharex="col", squeeze=False)
     for i, f in enumerate(cols):
         for j, step in enumerate(sr.STEPS):
@@ -236,8 +236,7 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
              "exact sign-flip p, n seeds"] + ([note] if note else [])
     chars = int(fig.get_size_inches()[0] * 14)  # each part wrapped at the figure's width, never mid-part if it fits
     fig.suptitle("\n".join(w for ln in lines for w in textwrap.wrap(ln, chars, break_long_words=False)), fontsize=8)
-    n_lines = fig._suptitle.get_text().count("\n") + 1
-    fig.tight_layout(rect=(0, 0, 1, 1 - (0.1 + 0.14 * n_lines) / fig.get_size_inches()[1]), w_pad=5.5)
+    fig.tight_layout(w_pad=5.5)  # it makes room for the title, and no more: no empty band under it
     return fig
 
 
