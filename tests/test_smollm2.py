@@ -288,3 +288,50 @@ def test_micro_society_runs_every_phase_and_resumes(smol, tmp_path, monkeypatch)
     per_phase = {p: round(sum(x["wall_s"] for g in gens for x in g["phases"] if x["phase"] == p), 1)
                  for p in calls}
     print(f"\nmicro society: first call {t1 - t0:.1f} s, resumed call {t2 - t1:.1f} s; per phase (s): {per_phase}")
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_micro_paper_testbed_recipe_warms_up_merges_and_trains_a_spaced_founder(smol, tmp_path):
+    """The paper test-bed's recipe in miniature (lib.society.paper_testbed; data/cpu/paper_testbed/): a warm-up
+    LoRA on all 7 linear modules (r 16, alpha 32, lr 1e-3) trained on familiar pretrain-part tasks in the spaced
+    form, merged into (a copy of) the base as the config's base_adapter would be, its hash recorded; then a
+    founder LoRA on the merged base, and the test items answered and scored. One optimizer step each."""
+    import copy
+
+    from lib.engines.generate import generate as gen
+    from lib.society import paper_testbed as pt
+    from peft import PeftModel
+    model = copy.deepcopy(smol.model)  # the fixture's base stays as it is
+    if isinstance(model, PeftModel):
+        model = model.unload()  # without the other tests' adapters
+    base = models.Base(smol.name, model, smol.tok, chat=True, info={})
+    spec = lora.LoraSpec(r=16, alpha=32, targets=pt.TARGETS["all"], lr=1e-3, batch_size=16)
+    warm = [t for f in FAMILIES for t in pt.warmup_tasks(300, "spaced") if t.family == f][::150]  # 2 a family
+    assert len(warm) == 6
+    assert all(t.prompt.startswith("rev ") and " " in t.answer for t in warm if t.family == "strings")
+    lora.train_lora_on_tasks(base, warm, tmp_path / "warm", epochs=1, seed=pt.WARMUP_LORA_SEED, spec=spec)
+    before = dict(base_w(base))
+    models.merge_base_adapter(base, tmp_path / "warm")
+    after = dict(base_w(base))
+    assert set(before) == set(after) and len(before) == 7 * 30
+    moved = [k for k in before if not torch.equal(before[k], after[k])]
+    assert moved and all(any(t in k for t in pt.TARGETS["all"]) for k in moved)
+    ident = models.base_identity(models.SMOLLM2, tmp_path / "warm")
+    assert {f["file"] for f in ident["base_adapter"]["files"]} == set(lora.FILES)
+    assert base.info["base_adapter"] == ident["base_adapter"]
+    found = pt.founder_training("strings", 1, 4, 0, "spaced")
+    lora.train_lora_on_tasks(base, found, tmp_path / "founder", epochs=1, seed=1, spec=spec)
+    lora.load_adapter(base, "founder", tmp_path / "founder")
+    tests = pt.eval_tasks(1, 0, "spaced")
+    outs = gen(base, [t.prompt for t in tests], adapter="founder", max_new_tokens=10)
+    rows = pt.score(outs, tests, "spaced")
+    assert {(r["family"], r["region"]) for r in rows} >= {(f, g) for f in FAMILIES for g in ("familiar", "novel")}
+    assert all(0 <= r["accuracy"] <= 1 and 0 <= r["parse_rate"] <= 1 for r in rows)
+    del base
+
+
+def base_w(base):
+    """The base's own projection weights (wrapped in peft or not), by name."""
+    from lib.society.founders import base_named_parameters
+    return [(n, p.detach().clone()) for n, p in base_named_parameters(base) if n.endswith("proj.weight")]
