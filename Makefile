@@ -42,7 +42,8 @@ tiny-base: env
 	$(BIN)/python -m lib.society.tiny_base
 
 # The paper base's familiar-region warm-up (a LoRA merged into SmolLM2 at load, config key base_adapter):
-# trial t1 of data/cpu/paper_testbed/ (docs/paper-scale.md); ~12 min on one CPU thread.
+# trial t1's (data/cpu/paper_testbed/, docs/paper-scale.md): 113 LoRA steps, 46 min on one thread of a loaded
+# 2-core machine. Not adopted by paper.yaml: this warm-up also teaches the lists and strings novel regions.
 PAPER_WARMUP := --form spaced --targets all --r 16 --alpha 32 --warmup-n 300 --warmup-epochs 2 --warmup-lr 1e-3
 paper-base: env
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m lib.society.paper_testbed --build-base data/base/paper-warmup $(PAPER_WARMUP)
