@@ -533,6 +533,7 @@ def mark_seed_grid(fig):
     for leg in fig.legends:
         for txt in leg.get_texts():
             txt.set_text(seed_grid_name(txt.get_text()))
+    fig.canvas.draw()  # the tick labels written by the new formatters (get_ticklabels reads them at once)
     return fig
 
 
