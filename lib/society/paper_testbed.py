@@ -207,8 +207,10 @@ def testbed_table(scale: str = "cpu") -> str:
                 else "none") + (f" (the adapter of {base_from[t]}, its base rows)" if base_from.get(t) else "")
         met = targets_met(trial_rows(rows, t, base_from.get(t)))
         unmeasured = [k for k, v in met.items() if v is None]
+        founders = (f"{r0['spec_train']} × {r0['spec_epochs']}, lr {r0['lr']}"
+                    if any(r["trial"] == t and r["model"].startswith("founder_") for r in rows) else "none trained")
         lines.append(f"| {t} | {r0['form']} | {r0['targets']}, r {r0['r']}, alpha {r0['alpha']} | {warm} | "
-                     f"{r0['spec_train']} × {r0['spec_epochs']}, lr {r0['lr']} | "
+                     f"{founders} | "
                      f"{', '.join(k for k, v in met.items() if v) or 'none'} | "
                      f"{', '.join(k for k, v in met.items() if v is False) or 'none'}"
                      f"{'; not measured: ' + ', '.join(unmeasured) if unmeasured else ''} |")
