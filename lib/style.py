@@ -37,7 +37,7 @@ from lib.core.rows import sha256_of  # noqa: E402
 from lib.core.figure_index import index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
 from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 
-from lib.core.palette import REFERENCE_GREY, TOL_BRIGHT, TOL_MUTED, TOL_VIBRANT  # noqa: E402,F401  (re-exported)
+from lib.core.palette import REFERENCE_GREY, TOL_BRIGHT, TOL_EXTRA, TOL_MUTED, TOL_VIBRANT  # noqa: E402,F401  (re-exported)
 
 # name -> (colour, marker). Within one experiment every pair differs in colour AND marker. The society's arms
 # register their looks from their one table (lib.society.arms, :func:`register_looks`).

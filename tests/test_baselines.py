@@ -17,6 +17,7 @@ MICRO = {
     "agents": 3, "generations": 2, "arms": list(BASELINES), "n_test": 4, "n_val": 4, "n_conf": 6,
     "n_inherit": 24, "n_candidates": 2, "epochs": 1, "n_parents": 2, "spec_train": 32, "spec_epochs": 1,
     "seed": 0, "lora": {"r": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+    "lineage_steps": 3, "n_select": 4,  # the lineage baselines' steps; continue_all chooses its founder on the selection pool
 }
 
 

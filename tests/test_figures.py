@@ -39,6 +39,7 @@ UNKNOWN = ["unheard-of", "qd_v2", "my_arm", "baseline", "zz", "ablation-7"]
 
 def test_every_colour_is_a_colour_blind_safe_one_and_a_variant_keeps_its_arms():
     safe = {c.lower() for c in [*figures.TOL_BRIGHT.values(), *figures.TOL_MUTED.values(), *figures.TOL_VIBRANT.values(),
+                                *figures.TOL_EXTRA.values(),
                                 figures.REFERENCE_GREY]}
     for name in [*figures.COLOURS, *UNKNOWN]:
         assert mcolors.is_color_like(figures.colour(name)), name

@@ -10,5 +10,6 @@ TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green":
 TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988", "blue": "#0077BB",
                "cyan": "#33BBEE"}
 REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
-# from Paul Tol's high-contrast and light schemes: the lineage study's designs and baselines
-TOL_EXTRA = {"dark_blue": "#004488", "ochre": "#DDAA33", "pear": "#BBCC33", "black": "#000000"}
+# from Paul Tol's high-contrast, medium-contrast and light schemes: the lineage study's arms and the looks kept apart
+TOL_EXTRA = {"dark_blue": "#004488", "ochre": "#DDAA33", "pear": "#BBCC33", "dark_yellow": "#997700",
+             "dark_red": "#994455", "black": "#000000"}

@@ -103,7 +103,7 @@ ARMS: tuple[ArmSpec, ...] = (
             "CycleQD-like: niches + parameter inheritance", Look(B["cyan"], "s"), selection="niche",
             inherit="merge"),
     ArmSpec("niche_verified", "secondary", "niches and verified inheritance", "niches + verified inheritance",
-            Look("#997700", "v"), selection="niche", inherit="verified", budget="matched"),
+            Look(X["dark_yellow"], "v"), selection="niche", inherit="verified", budget="matched"),
     ArmSpec("lexicase", "secondary", "lexicase selection over the val items",
             "lexicase selection (Helmuth, Pantridge & Spector 2020) over the val items", Look(M["cyan"], "X"),
             selection="lexicase", added=True),
@@ -116,7 +116,7 @@ ARMS: tuple[ArmSpec, ...] = (
             "never lost", Look(V["red"], "s"), merge=None, inherit="crossover", budget="matched", archive=True),
     ArmSpec("merge_repair", "primary", "the inherit_merge child, then trained on its parents' verified answers "
             "for a share of a founder's budget", "ColD Fusion (Don-Yehiya et al. 2023): merge, then train",
-            Look("#994455", "D"), inherit="repair", budget="repair"),
+            Look(X["dark_red"], "D"), inherit="repair", budget="repair"),
     ArmSpec("niche_crossover", "secondary", "crossover with a niche per family", "niches + data crossover",
             Look(V["magenta"], "^"), merge=None, selection="niche", inherit="crossover", budget="matched"),
     # the lineage study's designs (configs/society_lineage/): a child continues one parent's LoRA
@@ -201,6 +201,8 @@ FRONTIER = ("baseline_distill_all", "baseline_multitask")
 
 
 LINEAGE_BASELINES = ("baseline_distill_all@lineage", "baseline_continue_all")  # they train for lineage_steps
+# the first verdict's baselines whose grids it searched too narrowly (its panels mark them; lib.society.figures_results)
+SEED_GRID_BASELINES = ("baseline_ties", "baseline_dare_ties")
 if not set(LINEAGE_BASELINES) <= set(BASELINES):
     raise RuntimeError("lib.society.arms: a lineage baseline is missing from ARMS")
 

@@ -1,9 +1,9 @@
 """The lineage study's panel (:mod:`lib.society.lineage`): every design and baseline on one accuracy–compute chart.
 
 - ``fig3i_accuracy_compute`` — (a) the chosen agent's test accuracy (mean and 95 % CI, t within [0, 1]) against the
-  LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them) for every society
-  design (filled) and one-shot model (hollow) with a selection pool (the grounding knob's and elitism's variants of
-  ``full`` have their own panels, S3b and S3g); the one-shot frontier's two lines (distill-all
+  LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them) for every model of
+  the study and, of the earlier studies with a selection pool, every one-shot model and each pre-registered design
+  (:func:`shown`; the rest are in the compute table): society designs filled and named, one-shot models hollow; the one-shot frontier's two lines (distill-all
   and multitask trained for k founders' steps) and the bare base's mean (dotted). (b) the skills the chosen agent
   holds (novel-region accuracy ≥ 0.5; of 3) against the same axis.
 """
@@ -30,32 +30,51 @@ def load_data(scale: str) -> dict:
     """The study's data (:func:`lib.society.lineage.load_data`); ``FileNotFoundError`` naming the command without it."""
     d = lineage.load_data(scale)
     if d is None:
-        raise FileNotFoundError(f"no finished {EXPERIMENT} runs at {scale}: run `python -m lib.sweep "
-                                f"configs/{EXPERIMENT}/{scale}.yaml`")
+        raise FileNotFoundError(f"no finished {EXPERIMENT} runs at {scale}: run `python -m lib.experiment "
+                                f"configs/{EXPERIMENT}/{scale}.yaml` (or its sweep, `python -m lib.sweep`)")
     return d
 
 
+def shown(arm: str, own: set) -> bool:
+    """A model Fig. 3i draws: every model of this study's own folder, and of the earlier studies every one-shot model
+    and each design a study pre-registered as its own (its secondary variants are in the compute table)."""
+    a = arms.SPECS.get(arm)
+    return arm in own or arms.frontier_k(arm) is not None or (
+        a is not None and (a.is_baseline or (a.role in ("primary", "reference") and not a.added)))
+
+
 def draw_accuracy_compute(rows, families, work):
-    """Panels (a) and (b) of the module's docstring."""
+    """Panels (a) and (b) of the module's docstring: society designs in their arms' colours, named beside their
+    markers; one-shot models black and hollow, each in its own marker (the legend), the frontier's lines grey."""
+    own = set(rows.loc[rows["study"] == EXPERIMENT, "arm"])
     t = lineage.compute_table(rows, families, work)
-    t = t[t["arm"].map(lambda a: a in arms.SPECS or arms.frontier_k(a) is not None)]  # the knob's g, e variants: S3b/S3g
+    t = t[t["arm"].map(lambda a: shown(a, own))]
     base = float(base_scores(rows, ["overall"])["overall"].mean())
-    fig, axes = plt.subplots(1, 2, figsize=(12.5, 5.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 7.2))
     for ax, col in zip(axes, ("test", "held")):
-        for line in FRONTIER:
+        for line, ls in zip(FRONTIER, ("--", "-.")):
             pts = t[t["arm"].str.startswith(line + "@k")].sort_values("steps")
             if len(pts) > 1:
-                ax.plot(pts["steps"], pts[col], color=style.arm_style(line)["color"], lw=1.0, ls="--", zorder=1,
+                ax.plot(pts["steps"], pts[col], color=style.REFERENCE_GREY, lw=1.0, ls=ls, zorder=1,
                         label=f"{arms.label(line)}, k founders' steps (n={int(pts['n'].min())}–{int(pts['n'].max())})"
                         if col == "test" else None)
+        placed: list[tuple[float, float]] = []  # labels already set: a neighbour's goes below its marker
         for _, r in t.iterrows():
             st = style.arm_style(r["arm"])
-            face = "white" if r["baseline"] else st["color"]
+            colour = "black" if r["baseline"] else st["color"]
             if col == "test" and np.isfinite(r["lo"]):
-                ax.plot([r["steps"]] * 2, [r["lo"], r["hi"]], color=st["color"], lw=1.1, zorder=2)
+                ax.plot([r["steps"]] * 2, [r["lo"], r["hi"]], color=colour, lw=1.0, zorder=2, alpha=0.8)
             on_line = r["k"] is not None
-            ax.plot([r["steps"]], [r[col]], marker=st["marker"], ms=4.5 if on_line else 7, color=st["color"], mfc=face,
-                    ls="", zorder=3, label=None if on_line or col != "test" else f"{arms.label(r['arm'])} (n={r['n']})")
+            ax.plot([r["steps"]], [r[col]], marker=st["marker"], ms=4 if on_line else 7, color=colour,
+                    mfc="white" if r["baseline"] else colour, ls="", zorder=3,
+                    label=f"{arms.label(r['arm'])} (n={r['n']})" if r["baseline"] and not on_line and col == "test"
+                    else None)
+            if not r["baseline"]:
+                span = 0.02 if col == "test" else 0.08
+                near = any(abs(np.log10(r["steps"] / x)) < 0.12 and abs(r[col] - y) < span for x, y in placed)
+                ax.annotate(f"{r['arm']} ({r['n']})", (r["steps"], r[col]), xytext=(5, -11 if near else 3),
+                            textcoords="offset points", fontsize=8, color=colour)
+                placed.append((r["steps"], r[col]))
         if col == "test":
             ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
         ax.set_xscale("log")
@@ -66,10 +85,11 @@ def draw_accuracy_compute(rows, families, work):
     axes[1].set_ylabel(f"skills held (novel accuracy ≥ {HELD}; of {len(families)})")
     axes[1].set_title("(b) skills held against compute", fontsize=10)
     axes[1].set_ylim(-0.1, len(families) + 0.1)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7.5,
-               frameon=False)
-    fig.suptitle("Every design and one-shot model at its compute: filled, a society; hollow, one model", fontsize=11)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.suptitle("Every design and one-shot model at its compute: filled and named, a society; hollow, one model",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=8.5, frameon=False)
     return fig
 
 

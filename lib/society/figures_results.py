@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 from lib.society import diagnostics as dg
 from lib.society import results as sr
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
-from lib.society.arms import BASELINE_PREFIX, label
+from lib.society.arms import BASELINE_PREFIX, SEED_GRID_BASELINES, label
 from lib import style
 from lib.society import arms
 from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, dodges, interval_bar,
@@ -501,7 +501,7 @@ def draw_method_costs(df: pd.DataFrame, families, walls: pd.DataFrame | None = N
 
 # The first verdict's TIES and DARE-TIES were tuned on its seed grid only (under-tuned there; the society study's
 # re-run, S3n and Fig. 3g, is the number to use: docs/results.md): its panels name them so, never as the tuned ones.
-SEED_GRID = ("baseline_ties", "baseline_dare_ties")
+SEED_GRID = SEED_GRID_BASELINES
 SEED_GRID_NOTE = " (seed grid)"
 
 
