@@ -58,7 +58,7 @@ def draw_accuracy_compute(rows, families, work):
                 ax.plot(pts["steps"], pts[col], color=style.REFERENCE_GREY, lw=1.0, ls=ls, zorder=1,
                         label=f"{arms.label(line)}, k founders' steps (n={int(pts['n'].min())}–{int(pts['n'].max())})"
                         if col == "test" else None)
-        placed: list[tuple[float, float]] = []  # labels already set: a neighbour's goes below its marker
+        placed: list[tuple[float, float]] = []  # labels already set: a neighbour's goes below or above theirs
         for _, r in t.iterrows():
             st = style.arm_style(r["arm"])
             colour = "black" if r["baseline"] else st["color"]
@@ -71,8 +71,8 @@ def draw_accuracy_compute(rows, families, work):
                     else None)
             if not r["baseline"]:
                 span = 0.02 if col == "test" else 0.08
-                near = any(abs(np.log10(r["steps"] / x)) < 0.12 and abs(r[col] - y) < span for x, y in placed)
-                ax.annotate(f"{r['arm']} ({r['n']})", (r["steps"], r[col]), xytext=(5, -11 if near else 3),
+                near = sum(abs(np.log10(r["steps"] / x)) < 0.3 and abs(r[col] - y) < span for x, y in placed)
+                ax.annotate(f"{r['arm']} ({r['n']})", (r["steps"], r[col]), xytext=(5, (3, -11, 15, -23)[near % 4]),
                             textcoords="offset points", fontsize=8, color=colour)
                 placed.append((r["steps"], r[col]))
         if col == "test":

@@ -35,10 +35,10 @@ BELOW, ON, ABOVE = "below", "on", "above"
 
 
 def load_data(scale: str) -> dict | None:
-    """``{"rows", "everything", "families", "work", "files"}``: ``rows``, the study's own finished runs (its
-    comparisons read only these: one float path per seed; ``None`` before the first has finished); ``everything``,
-    those and the earlier studies' (the skill-combining study's folders, :func:`lib.society.figures_skills.studies`)
-    designs and baselines that the study's folder does not hold, for
+    """``{"rows", "everything", "groups", "families", "work", "files"}``: ``rows``, the study's own finished runs (its
+    comparisons read only these: one float path per seed; ``None`` before the first has finished); ``groups``, those
+    and the earlier studies' (the skill-combining study's folders, :func:`lib.society.figures_skills.studies`), each
+    paired only within itself; ``everything``, one set of runs per arm (where both hold it, the one with more seeds), for
     the compute table and chart (``study`` names each row's folder, ``pairing`` the folders that pair by seed: the
     study's own, or the earlier studies' joined as they paired them); the config's families; every shard's recorded
     work (:func:`shard_work`). ``None``: no finished run at ``scale`` at all."""
@@ -47,14 +47,16 @@ def load_data(scale: str) -> dict | None:
     own = society_rows(scale, LINEAGE, finished=True, required=False)
     before = studies(scale) if config_of(CROSSOVER, scale) else ()
     earlier = society_rows(scale, *before, finished=True, required=False) if before else None
-    if earlier is not None and own is not None:
-        earlier = earlier[~earlier["arm"].isin(set(own["arm"]))]
-    parts = [r.assign(pairing=" + ".join(fo)) for r, fo in ((own, (LINEAGE,)), (earlier, before)) if r is not None]
-    if not parts:
+    groups = [r.assign(pairing=" + ".join(fo)) for r, fo in ((own, (LINEAGE,)), (earlier, before)) if r is not None]
+    if not groups:
         return None
+    seeds = [g.groupby("arm")["seed"].nunique() for g in groups]  # an arm in both: the runs with more seeds are shown
+    parts = [g[g["arm"].map(lambda a, k=k: all(s.get(a, 0) < seeds[k][a] or (s.get(a, 0) == seeds[k][a] and j >= k)
+                                                for j, s in enumerate(seeds) if j != k))]
+             for k, g in enumerate(groups)]
     read = [fo for fo, r in (((LINEAGE,), own), (before, earlier)) if r is not None]
     files = {k: sum((files_of(scale, *fo)[k] for fo in read), []) for k in ("files", "progress", "configs")}
-    return {"rows": own, "everything": pd.concat(parts, ignore_index=True),
+    return {"rows": own, "everything": pd.concat(parts, ignore_index=True), "groups": groups,
             "families": list(config_of(LINEAGE, scale).families), "work": shard_work(files["files"]), **files}
 
 
@@ -138,6 +140,14 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
     return pd.DataFrame(lines)
 
 
+def placements(groups: list[pd.DataFrame], families) -> pd.DataFrame:
+    """:func:`placement` within each group of runs paired by seed (``load_data``'s ``groups``), one line per design:
+    where two groups place it, the one with more seeds."""
+    p = pd.concat([placement(g, families) for g in groups], ignore_index=True)
+    return p.sort_values("n", ascending=False, kind="stable").drop_duplicates("arm").sort_values(
+        ["steps", "arm"], kind="stable").reset_index(drop=True)
+
+
 def held_by_one(rows: pd.DataFrame, families, arm: str, at_least: int = 2) -> tuple[int, int]:
     """``(seeds whose chosen agent of arm holds at least at_least skills, seeds)``: does one agent hold several?"""
     ch = chosen_agents(rows, families)
@@ -145,5 +155,5 @@ def held_by_one(rows: pd.DataFrame, families, arm: str, at_least: int = 2) -> tu
     return int((h >= at_least).sum()), len(h)
 
 
-__all__ = ["ABOVE", "BELOW", "HELD", "ON", "compute_table", "held_by_one", "load_data", "placement",
+__all__ = ["ABOVE", "BELOW", "HELD", "ON", "compute_table", "held_by_one", "placements", "load_data", "placement",
            "primary", "secondary", "seed_work"]

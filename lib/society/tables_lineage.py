@@ -60,8 +60,7 @@ def lineage_placement(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return NO_DATA
-    e = d["everything"]
-    p = lineage.placement(e, d["families"], lineage.compute_table(e, d["families"], d["work"]))
+    p = lineage.placements(d["groups"], d["families"])
     lines = [f"| `{r.arm}` | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
                                                    f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} | "
                                                    f"{r['where'] if isinstance(r['where'], str) else '— (fewer than 2 seeds)'} |" if r.rival else
@@ -75,7 +74,7 @@ def lineage_where(scale: str) -> str:
     d = _data(scale)
     if d is None:
         return "not measured yet"
-    p = lineage.placement(d["everything"], d["families"]).set_index("arm")
+    p = lineage.placements(d["groups"], d["families"]).set_index("arm")
     if CONTINUE not in p.index or not isinstance(p.loc[CONTINUE, "where"], str):
         return "not measured yet"
     r = p.loc[CONTINUE]
@@ -90,7 +89,7 @@ def lineage_frontier(scale: str) -> str:
     if d is None:
         return "not measured yet"
     t = lineage.compute_table(d["everything"], d["families"], d["work"])
-    p = lineage.placement(d["everything"], d["families"], t).dropna(subset=["where"])
+    p = lineage.placements(d["groups"], d["families"]).dropna(subset=["where"])
     if p.empty:
         return "not measured yet"
     n = p["where"].value_counts()
