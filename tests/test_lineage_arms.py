@@ -101,7 +101,7 @@ def test_the_new_arms_resolve_and_bad_ones_are_refused_before_any_work():
     with pytest.raises(ValueError, match="@higher"):
         arm_design("crossover@higher", 0.5)
     with pytest.raises(ConfigError, match="lineage_steps"):
-        validate_config({**MICRO, "arms": ["baseline_distill_all@lineage"]})
+        validate_config({**MICRO, "arms": ["baseline_distill_all@lineage"], "lineage_steps": 0})
     with pytest.raises(ConfigError, match="baseline_multitask@kx"):
         validate_config({**MICRO, "arms": ["baseline_multitask@kx"]})
     assert frontier_k("baseline_multitask@k0.25") == 0.25 and frontier_k("baseline_soup@k2") is None

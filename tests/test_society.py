@@ -187,9 +187,9 @@ def test_no_grounding_trajectory_ignores_the_verifier(tiny_base, tmp_path):
 
 def test_arm_modifiers_parse_and_share_random_numbers(tmp_path):
     assert society.parse_arm("full@e1", 0.5) == {"name": "full", "g": 0.5, "elitism": 1, "budget": None,
-                                                 "gold": False}
+                                                 "gold": False, "higher": False}
     assert society.parse_arm("no_grounding@g0@e2", 0.5, 0) == {"name": "no_grounding", "g": 0.0, "elitism": 2,
-                                                               "budget": None, "gold": False}
+                                                               "budget": None, "gold": False, "higher": False}
     assert society.parse_arm("crossover@gold", 0.5)["gold"]
     assert society.arm_settings("full@e1", 0.5)["elitism"] == 1
     with pytest.raises(ValueError, match="full@x1"):

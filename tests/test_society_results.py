@@ -355,10 +355,10 @@ def test_skill_retention_panel_draws_each_arms_mean_and_the_founders(synthetic):
 def test_skill_loss_panel_shows_the_per_seed_step_differences(synthetic):
     fig = sp.draw_skill_loss(synthetic["rows"], FAMS)
     pts, _ = sr.skill_loss(synthetic["rows"], FAMS)
-    assert len(fig.axes) == len(sr.STEPS) * (len(FAMS) + 1)
-    ax = fig.axes[len(FAMS) + 1 + len(FAMS)]  # second step row, pooled column
+    assert len(fig.axes) == len(sr.STEPS) * (len(FAMS) + 1)  # a row per family and the pooled row, a column per step
+    ax = fig.axes[len(FAMS) * len(sr.STEPS) + 1]  # the pooled row, the second step's column
     per_seed = pts[pts.family == sr.ALL].groupby(["arm", "seed"])[sr.STEPS[1]].mean()
-    np.testing.assert_allclose(np.sort(figcheck.points(ax)[:, 1]), np.sort(per_seed.to_numpy()))
+    np.testing.assert_allclose(np.sort(figcheck.points(ax)[:, 0]), np.sort(per_seed.to_numpy()))  # x: the step
     plt.close(fig)
 
 
