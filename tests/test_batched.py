@@ -37,8 +37,7 @@ def jobs():
 def sequential(base, job: Job) -> tuple[dict, dict]:
     """The reference: one peft adapter trained alone, its factors read back."""
     lora.new_adapter(base, "ref", seed=job.seed, r=SPEC.r, alpha=SPEC.alpha, targets=SPEC.targets)
-    info = lora.train_adapter(base, "ref", job.tasks, epochs=job.epochs, seed=job.seed, lr=SPEC.lr,
-                              batch_size=SPEC.batch_size)
+    info = lora.train_adapter(base, "ref", job.tasks, epochs=job.epochs, seed=job.seed, spec=SPEC)
     inner = base.model.get_base_model()
     f = {m: (mod.lora_A["ref"].weight.detach().clone(), mod.lora_B["ref"].weight.detach().clone())
          for m, mod in inner.named_modules() if hasattr(mod, "lora_A") and "ref" in mod.lora_A}

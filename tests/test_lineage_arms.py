@@ -5,6 +5,8 @@ baseline trains for exactly the configured steps on every generation's verified 
 checks of the config; and a small run on the tiny base whose rows say what happened."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -75,9 +77,9 @@ def test_continue_candidates_train_from_their_parents_adapters_on_the_union(tmp_
     parents = [tmp_path / f"gen0/agent{i}" for i in range(3)]
     cfg = validate_config({**MICRO, "arms": ["continue"]})
     a = resolve_arm(cfg, "continue")
-    ch = [child(0, (0, 2)), child(1, (1, 1))]
+    ch = [replace(child(0, (0, 2)), starts=(0, 2)), replace(child(1, (1, 1)), starts=(1,))]
     out = tmp_path / "gen1"
-    dirs = kids.train_children(None, ch, parents, out, arm=a, cfg=cfg, origins={0: (0, 2), 1: (1,)})
+    dirs = kids.train_children(None, ch, parents, out, arm=a, cfg=cfg)
     assert dirs == [out / "agent0", out / "agent1"]
     # one job per candidate, each from its parent's folder (never a fresh LoRA), on the child's data and seed
     assert [j.init for j in seen["jobs"]] == [parents[0], parents[2], parents[1]]

@@ -122,7 +122,7 @@ def test_failed_training_leaves_the_model_as_it_found_it(monkeypatch):
         return real(*args, **kw)
     monkeypatch.setattr(lora, "encode_batch", failing)
     with pytest.raises(RuntimeError, match="boom"):
-        lora.train_adapter(base, "t", make_tasks("lists", 16, seed=1), batch_size=8)
+        lora.train_adapter(base, "t", make_tasks("lists", 16, seed=1), spec=lora.LoraSpec(batch_size=8))
     assert len(calls) == 2 and not base.model.training
     assert not any(p.requires_grad for p in lora.adapter_params(base, "t"))
     assert base.model.active_adapter == lora.IDLE

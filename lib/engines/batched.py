@@ -33,7 +33,7 @@ on an AVX2 CPU after 10 steps).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -275,8 +275,8 @@ def train_loras(base, jobs: Sequence[Job], paths: Sequence[str | Path], *, train
     if not jobs:
         return []
     if trainer == "sequential":
-        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=spec, counter=counter,
-                                    init=j.init, steps=j.steps) for j, p in zip(jobs, paths)]
+        return [train_lora_on_tasks(base, j.tasks, p, epochs=j.epochs, seed=j.seed, spec=replace(spec, steps=j.steps),
+                                    counter=counter, init=j.init) for j, p in zip(jobs, paths)]
     trained = train_many(base, jobs, spec=spec, max_rows=max_rows, counter=counter)
     return [publish_factors(f, p, r=spec.r, alpha=spec.alpha) for (f, _), p in zip(trained, paths)]
 

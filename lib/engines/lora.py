@@ -39,13 +39,15 @@ class CorruptAdapterError(UserError, RuntimeError):
 @dataclass(frozen=True)
 class LoraSpec:
     """What the LoRAs a run trains share: rank ``r`` and ``alpha`` (scaling ``alpha / r``), the adapted
-    modules ``targets``, AdamW's learning rate ``lr`` and the batch size."""
+    modules ``targets``, AdamW's learning rate ``lr``, the batch size and, where a budget is counted in optimizer steps
+    rather than epochs, ``steps``."""
 
     r: int = 16
     alpha: int = 32
     targets: Sequence[str] = TARGETS
     lr: float = 3e-3
     batch_size: int = 16
+    steps: int | None = None
 
 
 def lora_config(r: int = 16, alpha: int = 32, targets=TARGETS):
@@ -108,11 +110,12 @@ def adapter_params(base, name: str) -> list:
 
 
 def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, seed: int = 0,
-                  lr: float = 3e-3, batch_size: int = 16, counter=None, steps: int | None = None) -> dict:
+                  spec: LoraSpec = LoraSpec(), counter=None) -> dict:
     """Supervised fine-tuning of adapter ``name`` on ``tasks`` (cross-entropy on answer tokens only).
 
-    AdamW, ``epochs`` passes over ``tasks`` shuffled by ``numpy.random.default_rng(seed)`` (``steps``: exactly
-    that many optimizer steps, over as many passes as they need); only the adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
+    AdamW at ``spec.lr``, ``epochs`` passes over ``tasks`` in batches of ``spec.batch_size``, shuffled by
+    ``numpy.random.default_rng(seed)`` (``spec.steps``: exactly that many optimizer steps, over as many passes as they
+    need); only the adapter's parameters move. Returns ``{"steps", "loss"}`` (mean loss of the last epoch).
     ``counter(train_steps=…, train_tokens=…, train_padded_tokens=…)`` receives the work done (a
     :class:`PhaseTimer`'s count; padded: the batch's rows × its longest sequence).
     Whatever happens, the model is left as it was found: in eval mode, the adapter frozen, the idle
@@ -126,9 +129,9 @@ def train_adapter(base, name: str, tasks: Sequence[Task], *, epochs: int = 2, se
     params = adapter_params(base, name)
     for p in params:
         p.requires_grad_(True)
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    cap, batch_size = spec.steps, spec.batch_size
+    opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=0.0)
     rng = np.random.default_rng(seed)
-    cap = steps
     if cap is not None:
         epochs = -(-int(cap) // -(-len(tasks) // batch_size))
     steps, tokens, padded, last = 0, 0, 0, []
@@ -284,7 +287,7 @@ def copy_adapter(src: str | Path, dst: str | Path) -> Path:
 
 
 def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs: int = 2, seed: int = 0,
-                        spec: LoraSpec = LoraSpec(), counter=None, init=None, steps: int | None = None) -> Path:
+                        spec: LoraSpec = LoraSpec(), counter=None, init=None) -> Path:
     """A LoRA (``spec``) trained on ``tasks`` and saved to ``path`` (then detached): fresh, or started from the
     adapter folder ``init`` (its update, at ``spec``'s scaling: :func:`read_factors`)."""
     name = "_train"
@@ -295,8 +298,7 @@ def train_lora_on_tasks(base, tasks: Sequence[Task], path: str | Path, *, epochs
                                 r=spec.r, alpha=spec.alpha)
         load_adapter(base, name, start)
         shutil.rmtree(start, ignore_errors=True)
-    train_adapter(base, name, tasks, epochs=epochs, seed=seed, lr=spec.lr, batch_size=spec.batch_size,
-                  counter=counter, steps=steps)
+    train_adapter(base, name, tasks, epochs=epochs, seed=seed, spec=spec, counter=counter)
     save_adapter(base, name, path)
     remove_adapter(base, name)
     return Path(path)

@@ -56,15 +56,14 @@ def keep_candidate(out: Path, child: int, starts: tuple[int, ...], winner: int) 
 
 
 def train_children(base, children: list[Child], parents: list[Path], out: Path, *, arm: Arm, cfg: SocietyConfig,
-                   counter=None, trainer: str = "batched", origins: dict[int, tuple[int, ...]] | None = None
-                   ) -> list[Path]:
+                   counter=None, trainer: str = "batched") -> list[Path]:
     """The next generation's adapter folders under ``out``: elites copied, children trained on their data for
     ``arm.epochs`` (the arm's budget; all at once, :func:`lib.engines.batched.train_loras`, with the config's
     LoRA) — fresh LoRAs, or, for ``merge_repair``, from the truncated merge on disk
     (:func:`save_inherited_merges`). A degenerate child (too few usable answers) is a copy of its source: the
     merge already on disk (:func:`save_merged_sources`, :func:`save_inherited_merges`) or its first parent.
     ``inherit_merge``: the children are already on disk; nothing is trained. ``continue``: each trained child's
-    candidates, one per parent in ``origins[c]`` (:func:`lib.society.generation.continue_starts`), start from that
+    candidates, one per parent in ``ch.starts`` (:func:`lib.society.generation.continue_starts`), start from that
     parent's adapter and go to :func:`candidate_dir`; the child's own folder is filled by :func:`keep_candidate`."""
     dirs, jobs, todo, starts = [], [], [], []
     for ch in children:
@@ -83,7 +82,7 @@ def train_children(base, children: list[Child], parents: list[Path], out: Path, 
             if ch.source.merge_winner is None:
                 copy_adapter(parents[ch.parents[0]], d)
         elif arm.continues:
-            for p in origins[ch.index]:
+            for p in ch.starts:
                 jobs.append(Job(ch.data, ch.seed, arm.epochs, init=parents[p]))
                 todo.append(candidate_dir(out, ch.index, p))
         else:

@@ -155,22 +155,7 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
                            zorder=3)
             ax.scatter([x1], [y1], s=26, marker=st["marker"], color=st["color"], zorder=4,
                        label=f"{arms_label(arm)} (n = {int(end['n'].iloc[0])})")
-        # the references: the baselines (one model each; black, hollow, each in its own marker, so that their
-        # colours do not crowd the arms'), the founders and the bare base; markers at one spot set side by side
-        refs = []
-        for b in baselines:
-            e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
-            if not e.empty:
-                refs.append(((float(e[fam].iloc[0]), float(e["overall"].iloc[0])),
-                             {"marker": arm_style(b)["marker"], "s": 30, "facecolor": "white", "edgecolor": "black",
-                              "lw": 0.9, "zorder": 4, "label": f"{arms_label(b)} (n = {int(e['n'].iloc[0])})"}))
-        if len(founders):
-            refs.append(((float(founders[fam].iloc[0]), float(founders["overall"].iloc[0])),
-                         {"marker": "*", "s": 80, "color": "black", "zorder": 5, "label": "founders (generation 0)"}))
-        b = base.groupby("metric")["value"].mean()
-        if "base_test_overall" in b:
-            refs.append(((float(b.get(f"base_test_{fam}_novel", 0.0)), float(b["base_test_overall"])),
-                         {"marker": "o", "s": 30, "color": "grey", "zorder": 5, "label": "bare base"}))
+        refs = _references(pts, baselines, founders, base, fam)
         _side_by_side(ax, fig, refs)
         ax.set_xlabel(f"{fam}: novel-region accuracy (population)")
         ax.set_title(f"{fam}", fontsize=9)
@@ -182,6 +167,27 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
                  "markers at one spot set side by side, the first at the spot", fontsize=8.5)
     fig.tight_layout()
     return fig
+
+
+def _references(pts: pd.DataFrame, baselines, founders: pd.DataFrame, base: pd.DataFrame, fam: str) -> list:
+    """Fig. 3g's references in family ``fam``'s panel, as ``(xy, scatter keywords)``: the baselines (one model each;
+    black, hollow, each in its own marker, so that their colours do not crowd the arms'), the founders and the bare
+    base (:func:`_side_by_side` sets markers at one spot side by side)."""
+    refs = []
+    for b in baselines:
+        e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
+        if not e.empty:
+            refs.append(((float(e[fam].iloc[0]), float(e["overall"].iloc[0])),
+                         {"marker": arm_style(b)["marker"], "s": 30, "facecolor": "white", "edgecolor": "black",
+                          "lw": 0.9, "zorder": 4, "label": f"{arms_label(b)} (n = {int(e['n'].iloc[0])})"}))
+    if len(founders):
+        refs.append(((float(founders[fam].iloc[0]), float(founders["overall"].iloc[0])),
+                     {"marker": "*", "s": 80, "color": "black", "zorder": 5, "label": "founders (generation 0)"}))
+    b = base.groupby("metric")["value"].mean()
+    if "base_test_overall" in b:
+        refs.append(((float(b.get(f"base_test_{fam}_novel", 0.0)), float(b["base_test_overall"])),
+                     {"marker": "o", "s": 30, "color": "grey", "zorder": 5, "label": "bare base"}))
+    return refs
 
 
 def draw_g_sweep(sweep: pd.DataFrame):

@@ -368,6 +368,7 @@ class Child:
     data: list[Task]            # the training data: the source's parsed answers (empty for an elite)
     seed: int                   # the LoRA's initialisation and data order
     source: Source | None = None
+    starts: tuple[int, ...] = ()  # continue: the parents whose LoRAs its candidates start from (continue_starts)
 
     @property
     def degenerate(self) -> bool:

@@ -38,9 +38,16 @@ import sys
 import time
 from pathlib import Path
 
+from lib.core.device import device_name, float_path
 from lib.core.errors import UserError, cli_main
+from lib.core.jsonfile import write_json
+from lib.core.manifest import code_state, package_versions
+from lib.core.paths import REPO_ROOT, data_dir
 from lib.core.tasks import FAMILIES, FORMS, REGIONS, Task, answer_of, in_form, normalise, region, verify
-from lib.core.paths import REPO_ROOT
+from lib.engines import lora, models
+from lib.engines.generate import generate
+from lib.society.pools import FOUNDER_SEED, TAGS, _pool_seed, draw, founder_seed
+from lib.tables.format import markdown
 
 OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table: data_dir(scale, ...)
 CSV = "founders.csv"
@@ -76,7 +83,6 @@ def parses(output: str, task: Task, form: str) -> bool:
 def eval_tasks(n: int, seed: int = 0, form: str = "plain", families=FAMILIES) -> list[Task]:
     """``n`` distinct test tasks per family *and* region (familiar first), from each family's ``test`` part
     with the society's test stream of ``seed`` (:func:`lib.society.pools.evaluation_pool`'s), in ``form``."""
-    from lib.society.pools import TAGS, _pool_seed, draw
     out = []
     for i, f in enumerate(families):
         pool = draw(f, "test", 8 * n, _pool_seed(seed, 0, i, TAGS["test"]), distinct=True)
@@ -91,14 +97,12 @@ def eval_tasks(n: int, seed: int = 0, form: str = "plain", families=FAMILIES) ->
 def warmup_tasks(n: int, form: str = "plain", families=FAMILIES) -> list[Task]:
     """The warm-up's training tasks: ``n`` distinct tasks per family from its ``pretrain`` part, familiar
     region only (never a test, val, founder or child task; never a novel one), in ``form``."""
-    from lib.society.pools import draw
     return [in_form(t, form) for i, f in enumerate(families)
             for t in draw(f, "pretrain", n, WARMUP_SEED + i, distinct=True, familiar_only=True)]
 
 
 def founder_training(family: str, agent: int, n: int, seed: int = 0, form: str = "plain") -> list[Task]:
     """Founder ``agent``'s training tasks (its family's ``founders`` part, as in the society), in ``form``."""
-    from lib.society.pools import FOUNDER_SEED, draw, founder_seed
     return [in_form(t, form) for t in draw(family, "founders", n, FOUNDER_SEED + founder_seed(seed, agent))]
 
 
@@ -165,7 +169,6 @@ def trials_in(path: Path) -> set[str]:
 
 def read_rows(scale: str = "cpu") -> list[dict]:
     """The committed trials' rows of ``scale`` (``data/<scale>/paper_testbed/founders.csv``), numbers as numbers."""
-    from lib.core.paths import data_dir
     p = data_dir(scale, "paper_testbed") / CSV
     if not p.exists():
         return []
@@ -182,7 +185,6 @@ def read_rows(scale: str = "cpu") -> list[dict]:
 def read_manifest_trials(scale: str = "cpu") -> dict:
     """``{trial: its manifest entry}`` of ``data/<scale>/paper_testbed/manifest.json`` (``{}`` when none)."""
     import json
-    from lib.core.paths import data_dir
     p = data_dir(scale, "paper_testbed") / "manifest.json"
     return json.loads(p.read_text()).get("trials", {}) if p.exists() else {}
 
@@ -194,7 +196,6 @@ def _model_label(m: str) -> str:
 def testbed_table(scale: str = "cpu") -> str:
     """Every trial: its recipe and which targets it met, then each model's test accuracy per family and region
     (familiar / novel) and its lowest parse rate over the families."""
-    from lib.tables.format import markdown
     rows = read_rows(scale)
     if not rows:
         return "No data yet: run `python -m lib.society.paper_testbed` (see above).\n"
@@ -242,9 +243,6 @@ def _log(msg: str, t0: float) -> None:
 
 
 def _write_manifest(out: Path, trial: str, entry: dict) -> None:
-    from lib.core.device import device_name, float_path
-    from lib.core.jsonfile import write_json
-    from lib.core.manifest import package_versions
     p = out / "manifest.json"
     import json
     m = json.loads(p.read_text()) if p.exists() else {
@@ -258,9 +256,6 @@ def _write_manifest(out: Path, trial: str, entry: dict) -> None:
 
 def run_trial(a: argparse.Namespace) -> int:
     import torch
-    from lib.core.manifest import code_state
-    from lib.engines import lora, models
-    from lib.engines.generate import generate
 
     torch.set_num_threads(a.threads)
     out, t0 = Path(a.out), time.time()
@@ -297,36 +292,55 @@ def run_trial(a: argparse.Namespace) -> int:
     if a.bare:
         measure("bare")
     if a.warmup_n:
-        wdir = work / "warmup"
-        wt = warmup_tasks(a.warmup_n, a.form)
-        if a.warmup_from:
-            shutil.copytree(a.warmup_from, wdir, dirs_exist_ok=True)
-            steps, dt = 0, 0.0
-        else:
-            t = time.time()
-            _log(f"warm-up: {len(wt)} tasks x {a.warmup_epochs} epochs", t0)
-            info = {}
-            lora.train_lora_on_tasks(base, wt, wdir, epochs=a.warmup_epochs, seed=WARMUP_LORA_SEED, spec=wspec,
-                                     counter=lambda **k: info.update(k))
-            steps, dt = info.get("train_steps", 0), round(time.time() - t, 1)
-            entry["stages_s"]["warmup_train"] = dt
-        models.merge_base_adapter(base, wdir)
-        entry["base_adapter"] = base.info["base_adapter"]
-        if a.save_warmup:
-            dst = Path(a.save_warmup)
-            dst.mkdir(parents=True, exist_ok=True)
-            for f in lora.FILES:
-                shutil.copy2(wdir / f, dst / f)
-        if a.base_from:  # the same warm-up adapter as trial base_from: its base rows stand for this trial's
-            entry["base_rows_from"] = a.base_from
-        else:
-            measure("base", train_steps=steps, train_s=dt)
+        _warm_up(a, base, work, wspec, entry, t0, measure)
     elif not a.bare:
         measure("base")
     else:  # the bare model is the base: its rows again under the name the targets read
         with open(out / CSV) as fh:
             rows = [dict(r, model="base") for r in csv.DictReader(fh) if r["trial"] == a.trial and r["model"] == "bare"]
         append_rows(out / CSV, rows)
+    _founders(a, base, work, spec, entry, t0, measure)
+    entry["wall_s"] = round(time.time() - t0, 1)
+    with open(out / CSV) as fh:
+        mine = [dict(r, accuracy=float(r["accuracy"]), parse_rate=float(r["parse_rate"]))
+                for r in csv.DictReader(fh) if r["trial"] in (a.trial, a.base_from)]
+    entry["targets_met"] = targets_met(trial_rows(mine, a.trial, a.base_from or None))
+    _write_manifest(out, a.trial, entry)
+    _log(f"done: targets {entry['targets_met']}", t0)
+    return 0
+
+
+def _warm_up(a: argparse.Namespace, base, work: Path, wspec, entry: dict, t0: float, measure) -> None:
+    """The trial's familiar-region warm-up (trained, or copied from ``--warmup-from``), merged into the base, saved
+    where ``--save-warmup`` says and the base measured after it (unless ``--base-from`` gives its rows)."""
+    wdir = work / "warmup"
+    wt = warmup_tasks(a.warmup_n, a.form)
+    if a.warmup_from:
+        shutil.copytree(a.warmup_from, wdir, dirs_exist_ok=True)
+        steps, dt = 0, 0.0
+    else:
+        t = time.time()
+        _log(f"warm-up: {len(wt)} tasks x {a.warmup_epochs} epochs", t0)
+        info = {}
+        lora.train_lora_on_tasks(base, wt, wdir, epochs=a.warmup_epochs, seed=WARMUP_LORA_SEED, spec=wspec,
+                                 counter=lambda **k: info.update(k))
+        steps, dt = info.get("train_steps", 0), round(time.time() - t, 1)
+        entry["stages_s"]["warmup_train"] = dt
+    models.merge_base_adapter(base, wdir)
+    entry["base_adapter"] = base.info["base_adapter"]
+    if a.save_warmup:
+        dst = Path(a.save_warmup)
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in lora.FILES:
+            shutil.copy2(wdir / f, dst / f)
+    if a.base_from:  # the same warm-up adapter as trial base_from: its base rows stand for this trial's
+        entry["base_rows_from"] = a.base_from
+    else:
+        measure("base", train_steps=steps, train_s=dt)
+
+
+def _founders(a: argparse.Namespace, base, work: Path, spec, entry: dict, t0: float, measure) -> None:
+    """One founder per family of ``--founders``, trained on its family and measured (``--founder-eval``)."""
     for i, fam in enumerate(a.founders):
         t = time.time()
         ft = founder_training(fam, FAMILIES.index(fam), a.spec_train, a.seed, a.form)
@@ -341,14 +355,6 @@ def run_trial(a: argparse.Namespace) -> int:
         measure(f"founder_{fam}", adapter=f"founder_{fam}", family=fam if a.founder_eval == "own" else None,
                 train_steps=info.get("train_steps", 0), train_s=dt)
         lora.remove_adapter(base, f"founder_{fam}")
-    entry["wall_s"] = round(time.time() - t0, 1)
-    with open(out / CSV) as fh:
-        mine = [dict(r, accuracy=float(r["accuracy"]), parse_rate=float(r["parse_rate"]))
-                for r in csv.DictReader(fh) if r["trial"] in (a.trial, a.base_from)]
-    entry["targets_met"] = targets_met(trial_rows(mine, a.trial, a.base_from or None))
-    _write_manifest(out, a.trial, entry)
-    _log(f"done: targets {entry['targets_met']}", t0)
-    return 0
 
 
 def build_base(a: argparse.Namespace) -> int:
@@ -356,10 +362,6 @@ def build_base(a: argparse.Namespace) -> int:
     adapter, and ``build_info.json``: its settings, steps, seconds, commit and the merged base's test
     accuracy per family and region, measured as a trial measures it)."""
     import torch
-    from lib.core.jsonfile import write_json
-    from lib.core.manifest import code_state
-    from lib.engines import lora, models
-    from lib.engines.generate import generate
 
     torch.set_num_threads(a.threads)
     if not a.warmup_n:

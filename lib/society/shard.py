@@ -198,9 +198,10 @@ def next_generation(run: Evolving, gen: Generation, dirs: list[Path], cost: dict
         energy = {}
     agents.forget()
     starts = step.continue_starts(children, gen.sel.scores, a.candidates) if a.continues else {}
+    children = [replace(ch, starts=starts[ch.index]) if ch.index in starts else ch for ch in children]
     with clock("train"):
         new_dirs = train_children(job.base, children, dirs, out, arm=a, cfg=cfg, counter=clock.count,
-                                  trainer=job.trainer, origins=starts)
+                                  trainer=job.trainer)
     cost["train_steps"] += sum(lora_steps(len(ch.data), a.epochs, cfg.batch_size) * len(starts.get(ch.index, (0,)))
                                for ch in children if a.trains and not ch.elite and not ch.degenerate)
     cost["val_evals"] += (N - a.elitism) * a.n_candidates if a.grounded and a.merge else 0  # screening
