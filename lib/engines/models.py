@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lib.core.errors import UserError
 from lib.core.jsonfile import read_json
-from lib.core.paths import DATA, REPO_ROOT
+from lib.core.paths import DATA, REPO_ROOT, rel
 
 TINY_DIR = DATA / "base" / "tiny"
 TINY_STEPS = 1000
@@ -297,7 +297,7 @@ def adapter_identity(path: str | Path) -> dict:
         raise BaseModelError(f"base_adapter {folder} is no adapter folder (no adapter_config.json); build it "
                              f"with `make paper-base`")
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.startswith("adapter_"))
-    return {"folder": str(folder), "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size}
+    return {"folder": rel(folder), "files": [{"file": f.name, "sha256": file_sha256(f), "bytes": f.stat().st_size}
                                              for f in files]}
 
 
