@@ -87,6 +87,7 @@ def test_continue_candidates_train_from_their_parents_adapters_on_the_union(tmp_
     assert all(j.epochs == a.epochs == cfg.spec_epochs for j in seen["jobs"])
     assert seen["paths"] == [kids.candidate_dir(out, 0, 0), kids.candidate_dir(out, 0, 2), kids.candidate_dir(out, 1, 1)]
     # the winner becomes the child, the other candidate is deleted
+    (out / "agent0").mkdir()  # left by an interrupted run of the same generation: replaced, not an error
     kids.keep_candidate(out, 0, (0, 2), 1)
     assert (out / "agent0" / "who").read_text() == "cand0p2" and not kids.candidate_dir(out, 0, 0).exists()
 

@@ -52,7 +52,9 @@ def keep_candidate(out: Path, child: int, starts: tuple[int, ...], winner: int) 
     for k, p in enumerate(starts):
         if k != winner:
             shutil.rmtree(candidate_dir(out, child, p), ignore_errors=True)
-    return candidate_dir(out, child, starts[winner]).rename(out / f"agent{child}")
+    dst = out / f"agent{child}"
+    shutil.rmtree(dst, ignore_errors=True)  # a generation re-run on resume: the child of the interrupted run
+    return candidate_dir(out, child, starts[winner]).rename(dst)
 
 
 def train_children(base, children: list[Child], parents: list[Path], out: Path, *, arm: Arm, cfg: SocietyConfig,
