@@ -147,3 +147,36 @@ def test_the_society_pools_are_written_in_the_configs_task_form():
     evals = {x for k in ("val", "test", "selection") for x in pools[k]}
     assert not evals & {x for k, v in pools.items() if pool_part(k) in ("founders", "children") for x in v}
     assert inheritance_pool(plain, 0, 0) == p.at(0).inheritance  # the plain form: pools as before
+
+
+def test_warmup_stored_in_half_precision_merges_as_the_full_one(tmp_path):
+    """make paper-base stores the warm-up in fp16 (pt.to_half): half the bytes, and merged into the base the
+    weights differ from the fp32 adapter's merge by no more than fp16's rounding of the update."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from lib.engines import lora, models
+    from lib.society.founders import base_named_parameters
+    base = models.load_base("tiny", device="cpu")
+    warm = [t for t in pt.warmup_tasks(8)]
+    lora.train_lora_on_tasks(base, warm, tmp_path / "full", epochs=1, seed=pt.WARMUP_LORA_SEED,
+                             spec=lora.LoraSpec(r=4, alpha=8, lr=1e-2, batch_size=8))
+    shutil.copytree(tmp_path / "full", tmp_path / "half")
+    pt.to_half(tmp_path / "half")
+    full_b = (tmp_path / "full" / lora.FILES[1]).stat().st_size
+    half_b = (tmp_path / "half" / lora.FILES[1]).stat().st_size
+    assert half_b < 0.6 * full_b
+    assert {v.dtype for v in load_file(str(tmp_path / "half" / lora.FILES[1])).values()} == {torch.float16}
+
+    def merged(folder):
+        b = models.load_base("tiny", device="cpu", adapter=folder)
+        return {n: p.detach().clone() for n, p in base_named_parameters(b)}
+    w0 = {n: p.detach().clone() for n, p in base_named_parameters(base)}
+    wf, wh = merged(tmp_path / "full"), merged(tmp_path / "half")
+    moved = [n for n in w0 if not torch.equal(w0[n], wf[n])]
+    assert moved  # the warm-up changed the weights
+    for n in moved:
+        delta = (wf[n] - w0[n]).abs().max()
+        assert (wf[n] - wh[n]).abs().max() <= 2e-3 * delta + 1e-7, n

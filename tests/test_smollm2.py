@@ -311,6 +311,7 @@ def test_micro_paper_testbed_recipe_warms_up_merges_and_trains_a_spaced_founder(
     assert len(warm) == 6
     assert all(t.prompt.startswith("rev ") and " " in t.answer for t in warm if t.family == "strings")
     lora.train_lora_on_tasks(base, warm, tmp_path / "warm", epochs=1, seed=pt.WARMUP_LORA_SEED, spec=spec)
+    pt.to_half(tmp_path / "warm")  # stored as make paper-base stores it
     before = dict(base_w(base))
     models.merge_base_adapter(base, tmp_path / "warm")
     after = dict(base_w(base))
