@@ -46,10 +46,12 @@ from pathlib import Path
 
 import yaml
 
+from lib.core.device import float_path
+from lib.core.manifest import code_state
 from lib.core.paths import REPO_ROOT
 from lib.core.tasks import verify
 from lib.engines.agents import ENGINES, make_agents
-from lib.engines.models import load_base
+from lib.engines.models import base_adapter_path, load_base
 from lib.engines.timing import PhaseClock, PhaseTimer
 from lib.society import generation as step
 from lib.society.children import save_merged_sources, train_children
@@ -65,7 +67,8 @@ PHASES = ("load", "evaluate", "screen", "inherit", "train")
 # --micro: the tiny base, 4 agents, 2 test / 2 val items per family, 3 merge candidates per pair
 MICRO = {"base_model": "tiny", "agents": 4, "n_test": 2, "n_val": 2, "n_screen": 0, "n_conf": 4, "n_inherit": 12,
          "n_candidates": 3, "n_parents": 4, "elitism": 0, "epochs": 1, "spec_train": 24, "spec_epochs": 1,
-         "lora": {"r": 4, "alpha": 8}, "batch_size": 12, "gen_batch": 48, "dtype": "fp32", "hard": False}
+         "lora": {"r": 4, "alpha": 8}, "batch_size": 12, "gen_batch": 48, "dtype": "fp32", "hard": False,
+         "base_adapter": ""}  # the paper base's warm-up fits SmolLM2 only: --set base_adapter=... with its base
 
 
 def parse_runs(text: str) -> list[tuple[str, str, int | None]]:
@@ -176,7 +179,7 @@ def one_run(base, cfg, arm, dirs, pools, engine: str, *, batch: int, ref: dict |
 def bases(cfg, dtypes: set[str], device: str | None):
     """The config's base in float32 (loaded once) and, if asked, its bf16 copy: ``{dtype: Base}``."""
     import torch
-    fp32 = load_base(cfg.base_model, device=device, dtype="fp32")
+    fp32 = load_base(cfg.base_model, device=device, dtype="fp32", adapter=base_adapter_path(cfg.base_adapter))
     out = {"fp32": fp32}
     if "bf16" in dtypes:
         model = copy.deepcopy(fp32.model).to(torch.bfloat16)
@@ -254,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"founders ({cfg.agents}, fp32) trained in {founders_s:.1f} s; pools: test {len(pools.test)}, val "
           f"{len(pools.val)}, screen {len(pools.screen)}, conformity {len(pools.conformity)}, inheritance "
           f"{len(pools.inheritance)}; {cfg.agents - arm.elitism} pairs x {arm.n_candidates} candidates")
-    record = {"config": args.config, "micro": args.micro, "arm": args.arm, "seed": args.seed, "environment": env,
+    record = {"config": args.config, "micro": args.micro, "set": args.set, "arm": args.arm, "seed": args.seed,
+              "git": code_state(), "float_path": float_path(), "base": bs["fp32"].info.get("identity"),
+              "base_adapter": bs["fp32"].info.get("base_adapter"), "environment": env,
               "device": str(bs["fp32"].device), "load_s": round(load_s, 2), "founders_s": round(founders_s, 2),
               "reference": f"{runs[0][0]} {runs[0][1]}", "sizes": {k: cfg[k] for k in (
                   "agents", "n_test", "n_val", "n_conf", "n_inherit", "n_candidates", "gen_batch", "lora")},
