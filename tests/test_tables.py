@@ -113,7 +113,7 @@ def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_c
 
 
 def test_seed_ranges_join_consecutive_seeds():
-    from lib.tables.format import seed_ranges
+    from lib.core.format import seed_ranges
     assert seed_ranges([12, 0, 1, 2, 3, 8, 9, 3]) == "0–3, 8–9, 12"
     assert seed_ranges([5]) == "5" and seed_ranges([]) == ""
 

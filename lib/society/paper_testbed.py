@@ -47,7 +47,7 @@ from lib.core.tasks import FAMILIES, FORMS, REGIONS, Task, answer_of, in_form, n
 from lib.engines import lora, models
 from lib.engines.generate import generate
 from lib.society.pools import FOUNDER_SEED, TAGS, _pool_seed, draw, founder_seed
-from lib.tables.format import markdown
+from lib.core.format import markdown
 
 OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table: data_dir(scale, ...)
 CSV = "founders.csv"

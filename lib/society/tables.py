@@ -17,7 +17,7 @@ from lib.society.study import (arm_table, founders_of, full_reproduction, grid_c
                                population_scores, primary_table, secondary_table, seeds_on_other_founders,
                                study_cost, verdict, without_most_extreme)
 from lib.society.tables_results import founder_selection_markdown
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
 def study_rows(scale: str, experiment: str = STUDY) -> pd.DataFrame | None:

@@ -16,7 +16,7 @@ from lib.society import lineage
 from lib.society.arms import CONTINUE, label
 from lib.society.data import LINEAGE, config_of
 from lib.society.tables_skills import primary_markdown, secondary_markdown
-from lib.tables.format import NO_DATA, ci, fmt, markdown, p_text, signed
+from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
 
 
 def _data(scale: str) -> dict | None:

@@ -25,7 +25,7 @@ from lib.society.results import (BASE, FOUNDERS, STEPS, VAL_BEST, base_scores, b
                                  founder_selection, generalist_summary, method_summary, operator_summary,
                                  population_difference, primary_comparisons, retention_summary, testbed_families)
 from lib.society.study import full_reproduction
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms are followed on
 

@@ -29,7 +29,7 @@ from lib.society.figures_skills import study_rows
 from lib.society.skills import (HELD, arm_summary, base_scores, best_of, chosen_agents, primary_table,
                                 secondary_table)
 from lib.society.study import population_scores, verdict
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
 
 FOLDERS = (LINEAGE, CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
 RUNNING = (LINEAGE, CROSSOVER)  # studies whose rows are interim until their pre-registered seeds are in
