@@ -47,8 +47,8 @@ def gathered(kind: str, modules=MODULES) -> dict[str, Callable[[str], str]]:
 TABLES = gathered("TABLES")
 VALUES = gathered("VALUES")
 
-FILES = ("README.md", "docs/results.md", "docs/study.md", "docs/skills.md", "docs/lineage.md", "docs/running.md",
-         "docs/paper-scale.md")
+# the README and every page of docs/ (a page without markers is left as it is): a study's new page needs no entry here
+FILES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
 MARK = re.compile(r"(<!-- table:(?P<name>[\w-]+) (?P<scale>\w+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 INLINE = re.compile(r"(<!-- value:(?P<name>[\w.-]+) (?P<scale>\w+) -->)(?P<body>[^\n]*?)(<!-- /value -->)")
 
