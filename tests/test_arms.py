@@ -11,7 +11,8 @@ import yaml
 from lib.core.config import load_layers
 from lib.core.paths import REPO_ROOT
 from lib import style
-from lib.society import arms, figures  # noqa: F401  (figures registers the arms' looks)
+from lib.society import arms
+from lib.society.studies.verdict import figures  # noqa: F401  (figures registers the arms' looks)
 
 
 def test_switches_of_the_seeds_arms():

@@ -46,3 +46,38 @@ def test_each_notebook_imports_its_own_package_and_the_style_only():
         stray = sorted(m for m in mods if not any(m == o or m.startswith(o + ".") for o in own)
                        and not (m == "lib" and nb.name.startswith("05")))
         assert not stray, f"{nb.name} imports {stray}: a notebook reads its own package ({own})"
+
+
+SOCIETY = LIB / "society"
+COMMANDS = {"lib/society/gpu_run.py"}  # a GPU run, then the first verdict's figures: a command over both rooms
+STUDIES = ("frames", "diagnostics", "verdict", "study", "skills", "lineage")  # each reads only those before it
+
+
+def _project_imports(p) -> set[str]:
+    """The modules of ``lib`` that file ``p`` imports (``from lib.x import y`` counts ``lib.x`` and ``lib.x.y``)."""
+    out = set()
+    for n in ast.walk(ast.parse(p.read_text())):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("lib"):
+            out |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.Import):
+            out |= {a.name for a in n.names if a.name.startswith("lib")}
+    return out
+
+
+def test_the_society_loop_never_imports_a_study():
+    stray = sorted(str(p.relative_to(REPO_ROOT)) for p in SOCIETY.glob("*.py")
+                   if str(p.relative_to(REPO_ROOT)) not in COMMANDS
+                   and any(m.startswith("lib.society.studies") for m in _project_imports(p)))
+    assert not stray, f"the loop that makes the rows imports a study: {stray}"
+
+
+def test_a_study_reads_only_the_studies_before_it():
+    rank = lambda name: STUDIES.index(name) if name in STUDIES else len(STUDIES)  # noqa: E731  (a new study: last)
+    late = []
+    for p in sorted((SOCIETY / "studies").rglob("*.py")):
+        mine = p.relative_to(SOCIETY / "studies").parts[0].removesuffix(".py")
+        for m in _project_imports(p):
+            other = m.split(".")[3].removesuffix(".py") if m.startswith("lib.society.studies.") else None
+            if other is not None and other != mine and rank(other) >= rank(mine):
+                late.append(f"{p.relative_to(REPO_ROOT)} -> {m}")
+    assert not late, f"a study imports one after it (or one beside it): {late}"

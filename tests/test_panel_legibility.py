@@ -24,13 +24,16 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 import legibility  # noqa: E402  (tests/legibility.py: the measures)
 from lib import figures as plots  # noqa: E402
 from lib import pages  # noqa: E402
-from lib.society import results as sr  # noqa: E402
+from lib.society.studies import frames  # noqa: E402
+from lib.society.studies.verdict import comparisons as sr  # noqa: E402
 from lib.core import stats  # noqa: E402
 from lib.core.paths import REPO_ROOT, data_dir  # noqa: E402
 from lib.operators import figures as operators
 from lib.program_search import figures as program_search
-from lib.society import figures as society, figures_diagnostics as society_diagnostics, figures_results as society_results
-from lib.society import figures_study as society_study
+from lib.society.studies.verdict import figures as society
+from lib.society.studies.diagnostics import figures as society_diagnostics
+from lib.society.studies.verdict import panels as society_results
+from lib.society.studies.study import figures as society_study
 from lib import style
 from lib.tool_mutation import figures as tool_mutation
 
@@ -157,7 +160,7 @@ def test_fig3a_draws_full_under_the_arms_no_line_twice_and_the_bare_base(cpu):
     # (b): the rerun is a reproduction check, said in the title, not a column
     assert "equals full at the last generation on all 8 of its seeds" in fig.axes[1].get_title(loc="left")
     base = [ln for lab, ln in lines.items() if lab.startswith("bare base")]
-    want = sr.base_scores(cpu["rows"], ["overall"])["overall"].mean()
+    want = frames.base_scores(cpu["rows"], ["overall"])["overall"].mean()
     assert len(base) == 1 and base[0].get_ydata()[0] == pytest.approx(want)
     plt.close(fig)
     for name in ("fig3a_society_test_accuracy", "fig3c_society_consensus"):
@@ -171,7 +174,7 @@ def test_fig3b_has_the_base_per_family_and_says_n_and_no_interval(smoke):
     assert "n = " in title and "no interval" in title
     for ax, f in zip(fig.axes, smoke["families"]):
         base = [ln for ln in ax.get_lines() if ln.get_label().startswith("bare base")]
-        assert base and base[0].get_ydata()[0] == pytest.approx(sr.base_scores(smoke["rows"], [f])[f].mean())
+        assert base and base[0].get_ydata()[0] == pytest.approx(frames.base_scores(smoke["rows"], [f])[f].mean())
     plt.close(fig)
 
 

@@ -23,7 +23,8 @@ from lib.core import stats  # noqa: E402
 from lib.core.paths import REPO_ROOT  # noqa: E402
 from lib.operators import figures as operators
 from lib.program_search import figures as program_search
-from lib.society import figures as society, figures_diagnostics as society_diagnostics
+from lib.society.studies.verdict import figures as society
+from lib.society.studies.diagnostics import figures as society_diagnostics
 from lib import style
 from lib.tool_mutation import figures as tool_mutation  # noqa: E402
 
@@ -31,12 +32,13 @@ COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conform
 
 
 def test_society_diagnostics_never_imports_society():
-    tree = ast.parse((REPO_ROOT / "lib/society/figures_diagnostics.py").read_text())
+    tree = ast.parse((REPO_ROOT / "lib/society/studies/diagnostics/figures.py").read_text())
     bad = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-           and ((n.module or "") == "lib.society.figures"
-                or (n.module == "lib.society" and any(a.name == "figures" for a in n.names)))]
+           and ((n.module or "") == "lib.society.studies.verdict.figures"
+                or (n.module == "lib.society.studies.verdict" and any(a.name == "figures" for a in n.names)))]
     assert not bad, bad
-    code = "import sys, lib.society.figures_diagnostics; print('lib.society.figures' in sys.modules)"
+    code = ("import sys, lib.society.studies.diagnostics.figures; "
+            "print('lib.society.studies.verdict.figures' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     # plots.society appends the diagnostics' panels after its own

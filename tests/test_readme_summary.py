@@ -6,7 +6,7 @@ import re
 import pytest
 
 from lib.core.paths import REPO_ROOT
-from lib.society.tables_skills import SUMMARY_SEEDS
+from lib.society.studies.skills.tables import SUMMARY_SEEDS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -52,7 +52,7 @@ def test_the_summary_names_the_best_preregistered_designs_with_their_numbers(tab
     ``crossover@gold``) whose chosen agents score highest on the selection pool, the studies' rule."""
     from lib.society.arms import spec
     from lib.society.data import CROSSOVER, STUDY, society_rows
-    from lib.society.skills import chosen_agents
+    from lib.society.studies.skills.comparisons import chosen_agents
     named = re.findall(r"`([^`]+)` ([\d.]+)", _value("society-best-designs"))
     designs = {k for k, v in table.items() if k not in REFERENCES and v["n"] >= SUMMARY_SEEDS and not v["interim"]
                and spec(k) is not None and spec(k).name == k and spec(k).role in ("primary", "reference")

@@ -1,5 +1,6 @@
-"""Operator diagnostics of the society (lib.society.diagnostics) on hand-made rows with known answers,
-and their SI panels (lib.society.figures_diagnostics): drawn when their data is there, skipped when not."""
+"""Operator diagnostics of the society (lib.society.studies.diagnostics.comparisons) on hand-made rows with known
+answers, and their SI panels (lib.society.studies.diagnostics.figures): drawn when their data is there, skipped
+when not."""
 from __future__ import annotations
 
 import matplotlib
@@ -9,7 +10,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lib.society import diagnostics as dg  # noqa: E402
+from lib.society.studies import frames  # noqa: E402
+from lib.society.studies.diagnostics import comparisons as dg  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 FAMS = ["lists", "strings", "arith"]
@@ -59,7 +61,7 @@ def test_selection_differential_is_selected_minus_not_selected_over_breeding_gen
     s = summ.set_index("metric")
     assert s.loc["val", "n"] == 3 and s.loc["val", "mean"] == pytest.approx(0.1)
     assert s.loc["test", "mean"] == pytest.approx(-0.05)
-    per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
+    per_gen = frames.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
     assert len(per_gen) == 4 and sorted(per_gen["n"]) == [2, 2, 3, 3]
     assert dg.breeding_generations(frame(rows)).groupby("seed")["generation"].max().tolist() == [1, 1, 1]
 
@@ -67,10 +69,10 @@ def test_selection_differential_is_selected_minus_not_selected_over_breeding_gen
 def test_ci_over_seeds_is_a_t_interval_of_per_seed_means():
     # seed means 1, 2, 3 (seed 0 has two points averaging to 1): t_{2, .975} = 4.302653
     pts = pd.DataFrame({"arm": "full", "seed": [0, 0, 1, 2], "value": [0.5, 1.5, 2.0, 3.0]})
-    r = dg.ci_over_seeds(pts, ["arm"]).iloc[0]
+    r = frames.ci_over_seeds(pts, ["arm"]).iloc[0]
     assert r["n"] == 3 and r["mean"] == pytest.approx(2.0)
     assert r["hi"] - r["mean"] == pytest.approx(4.302653 * 1.0 / np.sqrt(3), rel=1e-6)
-    one = dg.ci_over_seeds(pts[pts.seed == 1], ["arm"]).iloc[0]
+    one = frames.ci_over_seeds(pts[pts.seed == 1], ["arm"]).iloc[0]
     assert one["n"] == 1 and np.isnan(one["lo"]) and np.isnan(one["hi"])
 
 
@@ -317,9 +319,9 @@ def synthetic_run(arms=("full", "full@e1", "no_sex"), seeds=(0, 1, 2), agents=4,
 def test_si_panels_draw_with_ci_and_skip_without_their_data():
     import matplotlib.pyplot as plt
     from lib import style
-    from lib.society import figures as plots
-    from lib.society import figures_diagnostics as sd
-    from lib.society import figures_study
+    from lib.society.studies.verdict import figures as plots
+    from lib.society.studies.diagnostics import figures as sd
+    from lib.society.studies.study import figures as figures_study
 
     names = [p.name for p in plots.PANELS]
     mine = [p.name for p in sd.PANELS]

@@ -14,8 +14,8 @@ import figcheck  # noqa: E402
 from figcheck import assert_png_drawn  # noqa: E402
 from lib.core.paths import REPO_ROOT, figures_dir  # noqa: E402
 from lib.society import data as society_data  # noqa: E402
-from lib.society import figures as plots  # noqa: E402
-from lib.society import figures_study as study_plots  # noqa: E402
+from lib.society.studies.verdict import figures as plots  # noqa: E402
+from lib.society.studies.study import figures as study_plots  # noqa: E402
 from lib import style  # noqa: E402
 
 
@@ -242,7 +242,7 @@ def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():
     assert len(walls[walls["arm"] == "full"]) == len(main)  # the main full's walls alone, not the re-run's too
     assert set(walls.loc[walls["arm"] == "full@breeding", "seed"]) == set(own["seed"])
     # Fig. 3f compares the main run's arms; a breeding arm is compared with its own full in Fig. 3a
-    from lib.society.results import method_scores
+    from lib.society.studies.verdict.comparisons import method_scores
     methods = set(method_scores(rows, data["families"])["method"])
     assert "full" in methods and not methods & {"no_sex", "sex_linear", "sex_sum", "sex_ties", "full@breeding"}
 

@@ -1,6 +1,6 @@
-"""The society's central question (lib.society.results) on hand-made rows with known answers —
+"""The society's central question (lib.society.studies.verdict.comparisons) on hand-made rows with known answers —
 skill retention on the novel region, where it is lost, generalists, the comparison with the field's
-merge methods — and their panels (lib.society.figures_results): drawn from what the rows hold, skipped
+merge methods — and their panels (lib.society.studies.verdict.panels): drawn from what the rows hold, skipped
 without their data."""
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import figcheck  # noqa: E402
-from lib.society import diagnostics as dg  # noqa: E402
-from lib.society import results as sr  # noqa: E402
+from lib.society.studies import frames  # noqa: E402
+from lib.society.studies.diagnostics import comparisons as dg  # noqa: E402
+from lib.society.studies.verdict import comparisons as sr  # noqa: E402
 from lib.core import stats  # noqa: E402
 from lib.society import data as society_data  # noqa: E402
-from lib.society import figures as plots  # noqa: E402
-from lib.society import figures_results as sp  # noqa: E402
+from lib.society.studies.verdict import figures as plots  # noqa: E402
+from lib.society.studies.verdict import panels as sp  # noqa: E402
 
 COLS = ["experiment", "arm", "seed", "generation", "agent", "selected", "conformity", "score", "metric", "value"]
 FAMS = ["lists", "strings", "arith"]
@@ -75,7 +76,7 @@ def test_skill_retention_reads_each_familys_specialists_and_the_base():
     assert p[("full", 4, 1, "lists", "best")] == pytest.approx(0.54)
     assert p[("full", 4, 1, "lists", "mean")] == pytest.approx((0.54 + 5 * 0.1) / 6)
     assert p[("baseline_soup", 1, 1, "arith", "mean")] == p[("baseline_soup", 1, 1, "arith", "best")] == 0.3
-    summ = dg.ci_over_seeds(pts, ["arm", "family", "statistic", "generation"], "value")
+    summ = frames.ci_over_seeds(pts, ["arm", "family", "statistic", "generation"], "value")
     one = summ[(summ.arm == "full") & (summ.family == "lists") & (summ.statistic == "best") & (summ.generation == 1)]
     assert one["n"].item() == 6 and one["mean"].item() == pytest.approx(0.525)
 
@@ -175,7 +176,7 @@ def test_generalists_beat_the_base_strictly_on_at_least_k_families():
     assert g.loc[("full", 1, 0, 2), ["count", "agents"]].tolist() == [1, 3]
     assert g.loc[("full", 1, 0, 1), "count"] == 2 and g.loc[("full", 2, 1, 1), "share"] == pytest.approx(1.0)
     assert g.loc[("baseline_ties", 0, 1, 2), "share"] == 1.0 and g.loc[("baseline_ties", 0, 1, 2), "agents"] == 1
-    summ = dg.ci_over_seeds(g.reset_index(), ["arm", "k", "generation"], "share")
+    summ = frames.ci_over_seeds(g.reset_index(), ["arm", "k", "generation"], "share")
     assert summ.set_index(["arm", "k", "generation"]).loc[("full", 2, 1), "mean"] == pytest.approx(0.5)
 
 
@@ -257,7 +258,7 @@ def test_recombination_gain_counts_tied_screenings():
 
 def test_paired_over_seeds_means_each_seed_first():
     pts = pd.DataFrame({"g": "x", "seed": [0, 0, 1, 2, 3, 4, 5], "diff": [1.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0]})
-    r = dg.paired_over_seeds(pts, ["g"]).iloc[0]
+    r = frames.paired_over_seeds(pts, ["g"]).iloc[0]
     assert r["n"] == 6 and r["mean"] == pytest.approx(17 / 6)  # seed 0 counts once, as 2
     assert (r["lo"], r["hi"]) == pytest.approx(stats.sign_flip_ci([2.0, 1.0, 2.0, 3.0, 4.0, 5.0]))
     assert r["p"] == pytest.approx(2 / 64)

@@ -270,7 +270,7 @@ def _choice_rows(arm, key, values):
 
 def test_grid_choices_name_a_mode_at_an_open_edge():
     import pandas as pd
-    from lib.society.study import grid_choices
+    from lib.society.studies.study.comparisons import grid_choices
     from lib.society.baselines import grid_of
     grids = grid_of("wide")
     rows = pd.concat([
@@ -308,7 +308,7 @@ def test_a_choice_at_a_grid_end_that_is_a_tie_is_not_an_open_edge():
     inner densities (the merge at λ = 0.02 is nearly the base), the end is the grid order's tie break,
     not the optimum; where 0.2 alone is best on most seeds, it is an open edge."""
     import pandas as pd
-    from lib.society.study import grid_choices, grid_optima
+    from lib.society.studies.study.comparisons import grid_choices, grid_optima
     from lib.society.baselines import grid_of, parse_grid_key, grid_key
     grids = {"baseline_ties": grid_of("wide")["baseline_ties"]}
     chosen = pd.concat([_choice_rows("baseline_ties", "density", [0.2] * 4),
@@ -329,7 +329,7 @@ def test_a_choice_at_a_grid_end_that_is_a_tie_is_not_an_open_edge():
 
 def test_a_run_still_in_progress_enters_no_comparison():
     import pandas as pd
-    from lib.society.study import complete_runs, population_scores
+    from lib.society.studies.study.comparisons import complete_runs, population_scores
     rows = pd.DataFrame([{"arm": a, "seed": s, "generation": g, "agent": 0, "metric": m, "value": v,
                           "selected": False, "conformity": 0.0, "score": 0.0}
                          for a, s, last in (("full", 0, 7), ("full", 1, 3))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.society import tables as study_tables
+from lib.society.studies.study import tables as study_tables
 from lib.tables import registry as tables
 
 
@@ -47,7 +47,7 @@ def test_every_table_and_value_name_is_used_by_a_committed_file():
 
 
 def test_verdict_words_follow_holm_p_and_sign():
-    from lib.society.study import verdict
+    from lib.society.studies.study.comparisons import verdict
     assert verdict(+0.05, 0.01) == "win" and verdict(-0.05, 0.01) == "loss"
     assert verdict(+0.20, 0.05) == "tie" and verdict(-0.2, 0.3) == "tie"
     assert verdict(float("nan"), 0.01) == "—" and verdict(0.1, float("nan")) == "—"
@@ -89,7 +89,7 @@ def smoke_copies(tmp_path, monkeypatch):
 
 
 def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_copies):
-    from lib.society import tables_results as sr
+    from lib.society.studies.verdict import tables as sr
     rows = sr._breeding_rows.__wrapped__("smoke")
     assert set(rows.loc[rows["arm"] == "full", "study"]) == {"society_recombination"}  # read alone: its own full
     assert set(rows["arm"]) == {"full", "no_sex", "sex_linear", "sex_sum", "sex_ties"}
@@ -101,7 +101,7 @@ def test_breeding_arms_are_tabled_against_the_full_of_their_own_folder(smoke_cop
 
 
 def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_copies):
-    from lib.society import tables as st
+    from lib.society.studies.study import tables as st
     rows = st.lexicase_rows("smoke")
     assert set(rows["study"]) == {"society_lexicase"} and set(rows["arm"]) == {"full", "niche", "lexicase"}
     # without its own full, the lexicase − full line is not run yet: never the study's full of another folder
@@ -113,7 +113,7 @@ def test_lexicase_is_tabled_against_the_full_and_niche_of_its_own_folder(smoke_c
 
 
 def test_seed_ranges_join_consecutive_seeds():
-    from lib.tables.format import seed_ranges
+    from lib.core.format import seed_ranges
     assert seed_ranges([12, 0, 1, 2, 3, 8, 9, 3]) == "0–3, 8–9, 12"
     assert seed_ranges([5]) == "5" and seed_ranges([]) == ""
 
@@ -123,7 +123,7 @@ def test_skills_pilot_has_one_line_per_population_and_its_mean_from_the_csv():
     import pandas as pd
 
     from lib.core.paths import data_dir
-    from lib.society.tables_skills import skills_pilot
+    from lib.society.studies.skills.tables import skills_pilot
 
     folder = data_dir("smoke", "society_crossover")
     shards = sorted(folder.glob("*_s[0-9]*.csv"))
@@ -149,7 +149,7 @@ def test_skills_machines_counts_each_shards_commit_from_its_progress_file():
 
     from lib.core.manifest import read_manifest
     from lib.core.paths import data_dir
-    from lib.society.tables_skills import skill_rows, skills_machines
+    from lib.society.studies.skills.tables import skill_rows, skills_machines
 
     rows = skill_rows("smoke")
     if rows is None:

@@ -12,7 +12,7 @@ import pytest
 
 from lib.operators.analysis import parents_changed, trade_grows_with_lam
 from lib.core.paths import REPO_ROOT, data_dir
-from lib.tables import effects
+from lib.core import effects
 from lib.operators import tables as op
 from lib.program_search import tables as ps
 from lib.tool_mutation import tables as tm

@@ -1,4 +1,5 @@
-"""The society's first verdict in full (docs/results.md) is written from the data by lib.society.tables_results."""
+"""The society's first verdict in full (docs/results.md) is written from the data by
+lib.society.studies.verdict.tables."""
 from __future__ import annotations
 
 import glob
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 
 from lib.core.paths import REPO_ROOT, data_dir
-from lib.society import tables_results as sr
+from lib.society.studies.verdict import tables as sr
 
 SMOKE = data_dir("smoke", "society")
 needs_smoke = pytest.mark.skipif(not SMOKE.is_dir(), reason="no smoke society data in this checkout")

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.society.study import SECONDARY, grid_choices, secondary_table
+from lib.society.studies.study.comparisons import SECONDARY, grid_choices, secondary_table
 from lib.core.paths import data_dir
 from lib.society.baselines import grid_of, grid_key
-from lib.society import tables as ts
+from lib.society.studies.study import tables as ts
 
 SMOKE = data_dir("smoke", "society_study")
 needs_smoke = pytest.mark.skipif(not SMOKE.is_dir(), reason="no smoke study data in this checkout")
@@ -43,7 +43,7 @@ def test_pairs_whose_founders_differ_are_counted_per_seed():
               for k in range(2) for m in ("val_overall", "test_overall")]
         return f0 + [{**r, "generation": 7, "value": r["value"] + (0.1 if arm == "full@e1" else 0)} for r in f0]
     rows = pd.DataFrame([r for s in range(6) for a in ("full", "full@e1") for r in run(a, s)])
-    from lib.society.study import founders_of, seeds_on_other_founders
+    from lib.society.studies.study.comparisons import founders_of, seeds_on_other_founders
     f = founders_of(rows)
     assert seeds_on_other_founders(f, "full@e1", "full", range(6)) == 1
     assert seeds_on_other_founders(f, "full@e1", "full", range(5)) == 0
@@ -95,7 +95,7 @@ def test_no_baseline_of_the_committed_study_chose_an_open_end_of_its_grid():
 
 
 def test_best_arm_is_chosen_on_the_selection_pool_among_the_preregistered_arms():
-    from lib.society.study import ADDED_AFTER_PREREGISTRATION, chosen_on_selection, primary_table
+    from lib.society.studies.study.comparisons import ADDED_AFTER_PREREGISTRATION, chosen_on_selection, primary_table
     sel = {"full": 0.5, "inherit_merge": 0.6, "full@seed_budget": 0.9, "baseline_lorahub": 0.55, "baseline_soup": 0.5}
     test = {"full": 0.45, "inherit_merge": 0.58, "full@seed_budget": 0.3, "baseline_lorahub": 0.6, "baseline_soup": 0.5}
     rows = pd.DataFrame([{"arm": a, "seed": s, "generation": 7, "agent": k, "metric": m, "value": v[a] + 0.01 * s,

@@ -12,8 +12,8 @@ from lib.core.paths import data_dir
 from lib.operators.analysis import (conformity_fitness_r, consensus_gain, parents_changed, qd_minus_top_p,
                                     trade_grows_with_lam)
 from lib.operators.figures import load_data
-from lib.tables.effects import delta_null, from_data, results_table
-from lib.tables.format import NO_DATA, p_text
+from lib.core.effects import delta_null, from_data, results_table
+from lib.core.format import NO_DATA, p_text
 
 EXPERIMENT = "operators"
 

@@ -14,8 +14,8 @@ import pandas as pd
 from lib.core.paths import data_dir
 from lib.core.stats import mean_ci_table, paired_differences
 from lib.program_search.figures import METHODS, bracket_table, load_data, order_accuracy_by_seed
-from lib.tables.effects import contains_zero, delta, from_data, mean_ci, plain, results_table, sci, verdict
-from lib.tables.format import NO_DATA, p_text
+from lib.core.effects import contains_zero, delta, from_data, mean_ci, plain, results_table, sci, verdict
+from lib.core.format import NO_DATA, p_text
 
 EXPERIMENT = "program_search"
 REFERENCE = "corrected"

@@ -13,7 +13,7 @@ so re-running the same command continues where the last call stopped — the loo
 generation's rows and adapters before marking it done; ``--engine`` chooses how agents answer and merge
 (:func:`lib.engines.agents.make_agents`: ``auto``, peft's mixed batches on a bf16 base, is the reference;
 ``multilora`` batches every agent's rows through two batched matmuls per adapted module); (d) draws ``figures/<scale>/`` from
-whatever society data exists (:func:`lib.society.figures.draw_all`).
+whatever society data exists (the first verdict's figures, :func:`lib.society.studies.verdict.figures.draw_all`).
 
 Timings of every call are appended to ``<data folder>/gpu_timings.jsonl`` (one JSON object per
 generation: arm, seed, generation, per-phase rows, wall seconds) — small, committed with the data.
@@ -39,7 +39,7 @@ from lib.engines.models import base_adapter_path, load_base
 from lib.engines.timing import PhaseTimer
 from lib.society import run as society
 from lib.society.config import SocietyConfig, base_dtype, load_file, validate_config
-from lib.society.figures import draw_all
+from lib.society.studies.verdict.figures import draw_all
 from lib.society.shard_job import Interrupted
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "society" / "paper.yaml"

@@ -42,14 +42,14 @@ from lib.core.device import device_name, float_path
 from lib.core.errors import UserError, cli_main
 from lib.core.jsonfile import write_json
 from lib.core.manifest import code_state, package_versions
-from lib.core.paths import REPO_ROOT, data_dir
+from lib.core.paths import REPO_ROOT
 from lib.core.tasks import FAMILIES, FORMS, REGIONS, Task, answer_of, in_form, normalise, region, verify
 from lib.engines import lora, models
 from lib.engines.generate import generate
 from lib.society.pools import FOUNDER_SEED, TAGS, _pool_seed, draw, founder_seed
-from lib.tables.format import markdown
 
-OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table: data_dir(scale, ...)
+OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table (lib.society.studies.testbed):
+                                                    # data_dir(scale, ...)
 CSV = "founders.csv"
 WARMUP_SEED = 20_000_000  # the warm-up's tasks: draw(family, "pretrain", ·, WARMUP_SEED + i, familiar_only=True)
 WARMUP_LORA_SEED = 7  # its LoRA initialisation and data order
@@ -162,77 +162,6 @@ def trials_in(path: Path) -> set[str]:
         return set()
     with open(path) as fh:
         return {r["trial"] for r in csv.DictReader(fh)}
-
-
-# ----------------------------------------------------------------------------- the docs' table
-
-
-def read_rows(scale: str = "cpu") -> list[dict]:
-    """The committed trials' rows of ``scale`` (``data/<scale>/paper_testbed/founders.csv``), numbers as numbers."""
-    p = data_dir(scale, "paper_testbed") / CSV
-    if not p.exists():
-        return []
-    with open(p) as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
-        for k in ("n", "correct"):
-            r[k] = int(r[k])
-        for k in ("accuracy", "parse_rate"):
-            r[k] = float(r[k])
-    return rows
-
-
-def read_manifest_trials(scale: str = "cpu") -> dict:
-    """``{trial: its manifest entry}`` of ``data/<scale>/paper_testbed/manifest.json`` (``{}`` when none)."""
-    import json
-    p = data_dir(scale, "paper_testbed") / "manifest.json"
-    return json.loads(p.read_text()).get("trials", {}) if p.exists() else {}
-
-
-def _model_label(m: str) -> str:
-    return {"bare": "bare SmolLM2", "base": "base (after warm-up)"}.get(m, m.replace("founder_", "founder: "))
-
-
-def testbed_table(scale: str = "cpu") -> str:
-    """Every trial: its recipe and which targets it met, then each model's test accuracy per family and region
-    (familiar / novel) and its lowest parse rate over the families."""
-    rows = read_rows(scale)
-    if not rows:
-        return "No data yet: run `python -m lib.society.paper_testbed` (see above).\n"
-    trials = list(dict.fromkeys(r["trial"] for r in rows))
-    base_from = {t: e.get("base_rows_from") for t, e in read_manifest_trials(scale).items()}
-    lines = []
-    for t in trials:
-        r0 = next(r for r in rows if r["trial"] == t)
-        warm = (f"{r0['warmup_n']}/family × {r0['warmup_epochs']}, lr {r0['warmup_lr']}" if int(r0["warmup_n"])
-                else "none") + (f" (the adapter of {base_from[t]}, its base rows)" if base_from.get(t) else "")
-        met = targets_met(trial_rows(rows, t, base_from.get(t)))
-        unmeasured = [k for k, v in met.items() if v is None]
-        founders = (f"{r0['spec_train']} × {r0['spec_epochs']}, lr {r0['lr']}"
-                    if any(r["trial"] == t and r["model"].startswith("founder_") for r in rows) else "none trained")
-        lines.append(f"| {t} | {r0['form']} | {r0['targets']}, r {r0['r']}, alpha {r0['alpha']} | {warm} | "
-                     f"{founders} | "
-                     f"{', '.join(k for k, v in met.items() if v) or 'none'} | "
-                     f"{', '.join(k for k, v in met.items() if v is False) or 'none'}"
-                     f"{'; not measured: ' + ', '.join(unmeasured) if unmeasured else ''} |")
-    out = markdown(["trial", "strings form", "LoRA", "warm-up (familiar regions)", "founders (tasks × epochs)",
-                    "targets met", "targets missed"], lines) + "\n"
-    fams = list(dict.fromkeys(r["family"] for r in rows))
-    lines = []
-    for t in trials:
-        for m in dict.fromkeys(r["model"] for r in rows if r["trial"] == t):
-            cell = {(r["family"], r["region"]): r for r in rows if r["trial"] == t and r["model"] == m}
-            acc = [f"{cell[(f, g)]['accuracy']:.2f}" if (f, g) in cell else "—" for f in fams for g in REGIONS]
-            n = sorted({cell[k]["n"] for k in cell if k[1] != "all"})
-            parse = min(cell[(f, "all")]["parse_rate"] for f in fams if (f, "all") in cell)
-            lines.append(f"| {t} | {_model_label(m)} | " + " | ".join(acc) + f" | {parse:.2f} | "
-                         f"{'/'.join(map(str, n))} |")
-    return out + markdown(["trial", "model", *[f"{f} {g}" for f in fams for g in REGIONS], "parse (lowest)",
-                           "n per cell"], lines)
-
-
-TABLES = {"paper-testbed": testbed_table}
-VALUES: dict = {}
 
 
 # ----------------------------------------------------------------------------- the trial

@@ -8,10 +8,12 @@ A table (or any block) lives between two markers in a Markdown file::
 
 and a number inside a sentence between two inline ones, ``<!-- value:society-base-test cpu -->0.593<!-- /value -->``
 (HTML comments: a rendered page shows only the number). :data:`TABLES` and :data:`VALUES` map a name to the
-function that writes it from the data of one scale; each experiment's module (``lib.society.tables``,
-``.operators``, ...) holds its own. ``make reproduce`` (:mod:`lib.reproduce`) rewrites every marked block of
-:data:`FILES`; ``tests/test_tables.py`` fails when a committed one differs from what the committed data gives, so
-every such number has its source. ``--check`` only compares (exit status 1 when one is stale).
+function that writes it from the data of one scale; each experiment's tables module holds its own
+(``lib.operators.tables``, ``lib.tool_mutation.tables``, ``lib.program_search.tables``, and every study of the
+society that declares them, :func:`lib.society.studies.tables`), gathered here, each name once. The registry
+stands above the experiments: none of them imports it. ``make reproduce`` (:mod:`lib.reproduce`) rewrites every
+marked block of :data:`FILES`; ``tests/test_tables.py`` fails when a committed one differs from what the committed
+data gives, so every such number has its source. ``--check`` only compares (exit status 1 when one is stale).
 """
 from __future__ import annotations
 
@@ -24,18 +26,29 @@ from lib.core.errors import cli_main
 from lib.core.paths import REPO_ROOT
 from lib.operators import tables as operators
 from lib.program_search import tables as program_search
-from lib.society import tables as society, tables_results as society_results, tables_skills as society_skills
-from lib.society import tables_lineage as society_lineage
-from lib.society import paper_testbed
+from lib.society import studies
 from lib.tool_mutation import tables as tool_mutation
 
-MODULES = (society, society_results, society_skills, society_lineage, operators, tool_mutation, program_search,
-           paper_testbed)
-TABLES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.TABLES.items()}
-VALUES: dict[str, Callable[[str], str]] = {k: v for m in MODULES for k, v in m.VALUES.items()}
+MODULES = (*studies.tables(), operators, tool_mutation, program_search)
 
-FILES = ("README.md", "docs/results.md", "docs/study.md", "docs/skills.md", "docs/lineage.md", "docs/running.md",
-         "docs/paper-scale.md")
+
+def gathered(kind: str, modules=MODULES) -> dict[str, Callable[[str], str]]:
+    """``{name: writer}`` of every module's ``kind`` (``"TABLES"`` or ``"VALUES"``); a name two modules declare is
+    refused."""
+    out: dict[str, Callable[[str], str]] = {}
+    for m in modules:
+        twice = sorted(set(out) & set(getattr(m, kind)))
+        if twice:
+            raise RuntimeError(f"lib.tables: {m.__name__} declares {kind} {twice} that another module declares too")
+        out.update(getattr(m, kind))
+    return out
+
+
+TABLES = gathered("TABLES")
+VALUES = gathered("VALUES")
+
+# the README and every page of docs/ (a page without markers is left as it is): a study's new page needs no entry here
+FILES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
 MARK = re.compile(r"(<!-- table:(?P<name>[\w-]+) (?P<scale>\w+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 INLINE = re.compile(r"(<!-- value:(?P<name>[\w.-]+) (?P<scale>\w+) -->)(?P<body>[^\n]*?)(<!-- /value -->)")
 

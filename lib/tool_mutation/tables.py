@@ -9,8 +9,8 @@ from typing import Callable
 from lib.core.manifest import read_manifest
 from lib.core.stats import t_ci
 from lib.core.paths import data_dir
-from lib.tables.effects import delta_null, from_data, mean_ci, results_table, verdict
-from lib.tables.format import NO_DATA, p_text
+from lib.core.effects import delta_null, from_data, mean_ci, results_table, verdict
+from lib.core.format import NO_DATA, p_text
 from lib.tool_mutation.figures import final_comparisons, final_heldout, load_data
 
 EXPERIMENT = "tool_mutation"

@@ -1,13 +1,13 @@
 """The society's central question from its tidy rows: is the founders' skill kept, where is it lost,
 does breeding make generalists, and how does the society fare against the field's merge methods.
 
-Rows as in :mod:`lib.society.diagnostics` (``lib.society.run.COLUMNS``). A family's *novel* region
+Rows as in :mod:`lib.society.studies.frames` (``lib.society.run.COLUMNS``). A family's *novel* region
 (``test_<family>_novel``, :func:`lib.core.tasks.region`) is the part the bare base never saw in
 pre-training: only the founder specialist of that family was trained on it, so accuracy there is the
 skill the society can keep or lose. Seeds are the unit: every statistic is first reduced to one number
-per seed, then a single mean carries its 95 % CI (t) (:func:`lib.society.diagnostics.ci_over_seeds`)
+per seed, then a single mean carries its 95 % CI (t) (:func:`lib.society.studies.frames.ci_over_seeds`)
 and a paired difference its 95 % CI (sign-flip inversion) with the exact p
-(:func:`lib.society.diagnostics.paired_over_seeds`, :func:`lib.core.stats.paired_differences`).
+(:func:`lib.society.studies.frames.paired_over_seeds`, :func:`lib.core.stats.paired_differences`).
 Baseline arms (``baseline_…``) are one model (agent 0) at the last generation.
 """
 from __future__ import annotations
@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from lib.operators.ops import founder_family
-from lib.society.diagnostics import (AGENT, RUN, _founder_family_points, _over_seeds, agents_wide, arms_in, ci_over_seeds,
-                          founders_arm, inheritance_fidelity, is_baseline, own_reference, paired_over_seeds, parents_table,
-                          population_metric, recombination_gain, selection_differential)
 from lib.core.stats import (BOUNDED_T_CI, WILSON_CI, bounded_t_ci, holm, paired_permutation_test, sign_flip_ci,
                             paired_differences, wilson_ci)
-from lib.society.arms import BEST_MERGE, FIRST_VERDICT, MULTITASK, ONE_SHOT, REFERENCE
+from lib.society.arms import BEST_MERGE, FIRST_VERDICT, MULTITASK, ONE_SHOT, REFERENCE, is_baseline
+from lib.society.studies.diagnostics.comparisons import (_founder_family_points, founders_arm, inheritance_fidelity,
+                                                         own_reference, recombination_gain, selection_differential)
+from lib.society.studies.frames import (AGENT, RUN, _over_seeds, agents_wide, arms_in, base_scores, ci_over_seeds,
+                                        last_generation, paired_over_seeds, parents_table, population_metric)
 
 REGION = "novel"
 VAL_BEST = " (val-best)"  # the column of an arm's val-selected agent: "full (val-best)"
@@ -31,30 +32,15 @@ ALL = "all families"
 
 
 def _founders(w: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The generation-0 agents of :func:`lib.society.diagnostics.founders_arm` (each founder once)."""
+    """The generation-0 agents of :func:`lib.society.studies.diagnostics.comparisons.founders_arm` (each founder
+    once)."""
     return w[(w["arm"] == founders_arm(rows)) & (w["generation"] == 0)]
-
-
-def base_scores(rows: pd.DataFrame, keys) -> pd.DataFrame:
-    """The bare base per seed, from every shard that recorded it (``base_test_<key>``, generation 0, agent −1; the
-    same on every arm of a seed): index ``seed``, one column per key, NaN where not recorded."""
-    d = rows[(rows["generation"] == 0) & (rows["agent"] == -1) & rows["metric"].str.startswith("base_test_")]
-    wide = d.pivot_table(index="seed", columns="metric", values="value", aggfunc="first")
-    out = pd.DataFrame(index=pd.Index(sorted(set(rows["seed"])), name="seed"))
-    for k in keys:
-        out[k] = wide[f"base_test_{k}"] if f"base_test_{k}" in wide else np.nan
-    return out
 
 
 def _ranks(*orders):
     """A ``sort_values`` key: each column's values ranked by their place in the orders given."""
     rank = {v: i for order in orders for i, v in enumerate(order)}
     return lambda c: c.map(rank)
-
-
-def last_generation(w: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``w`` (one per agent) at each (arm, seed)'s last generation."""
-    return w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
 
 
 # ----------------------------------------------------------------------------- S3h retention
@@ -220,10 +206,10 @@ def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
     """Per (method, seed, metric) at the last generation, ``value`` = test accuracy (``metric``:
     ``overall`` or a family). Methods, in this order: every plain society arm (its population mean;
     variants ``<arm>@…`` are compared in S3g; a breeding arm run beside its own ``full``, with it in
-    Fig. 3a, :func:`lib.society.diagnostics.own_reference`), each one's val-selected agent ``<arm> (val-best)`` (the
-    last generation's agent with the highest ``val_overall``, ties → lowest index: what a user would
+    Fig. 3a, :func:`lib.society.studies.diagnostics.comparisons.own_reference`), each one's val-selected agent ``<arm>
+    (val-best)`` (the last generation's agent with the highest ``val_overall``, ties → lowest index: what a user would
     deploy), every baseline (its one model), :data:`FOUNDERS` (generation 0's population mean, from
-    :func:`lib.society.diagnostics.founders_arm`) and :data:`BASE` (the bare base)."""
+    :func:`lib.society.studies.diagnostics.comparisons.founders_arm`) and :data:`BASE` (the bare base)."""
     keys = ["overall"] + list(families)
     cols = [f"test_{k}" for k in keys]
     w = agents_wide(rows, cols)
@@ -295,7 +281,6 @@ def comparison(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) 
 # ----------------------------------------------------------------------------- pre-registered comparisons
 
 
-
 def best_one_shot(rows: pd.DataFrame) -> tuple[str, pd.Series]:
     """The one-shot merge a practitioner would pick without seeing test: of :data:`ONE_SHOT`, the one
     with the highest mean ``val_overall`` over seeds. Returns ``(arm, mean val per arm)``."""
@@ -338,7 +323,7 @@ def primary_comparisons(rows: pd.DataFrame, families) -> pd.DataFrame:
 
 
 def bounded_over_seeds(points: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
-    """:func:`lib.society.diagnostics.ci_over_seeds` for accuracies: per group of ``by``, ``n`` seeds,
+    """:func:`lib.society.studies.frames.ci_over_seeds` for accuracies: per group of ``by``, ``n`` seeds,
     the mean over seeds of the per-seed means and its 95 % CI (t, within [0, 1])
     (:func:`lib.core.stats.bounded_t_ci`) ``lo, hi``."""
     return _over_seeds(points, by, value, lambda x: dict(zip(("mean", "lo", "hi"), bounded_t_ci(x))),
@@ -460,7 +445,7 @@ def founder_selection(rows: pd.DataFrame, families) -> pd.DataFrame:
 
 def generalist_summary(rows: pd.DataFrame, families) -> pd.DataFrame:
     """S3j per arm (:func:`generalists`) and, first, :data:`FOUNDERS` (generation 0 of
-    :func:`lib.society.diagnostics.founders_arm`): ``n`` seeds, ``agents`` (population size), at the
+    :func:`lib.society.studies.diagnostics.comparisons.founders_arm`): ``n`` seeds, ``agents`` (population size), at the
     last generation the mean per population of the agents above the bare base on ≥ 1 family
     (``one``) and on ≥ 2 (``two``), ``seeds_two`` (the seeds with at least one agent above it on
     ≥ 2), and ``most_two`` (the most agents above it on ≥ 2 in one population of any generation
@@ -485,11 +470,11 @@ def generalist_summary(rows: pd.DataFrame, families) -> pd.DataFrame:
 def operator_summary(rows: pd.DataFrame) -> pd.DataFrame:
     """S3d–S3f per society arm, over the breeding generations, each a mean over seeds with its 95 % CI
     (t): the selection differential on test and val (``sel_test``, ``sel_val`` with ``_lo, _hi``:
-    :func:`lib.society.diagnostics.selection_differential`); the recombination gain on val and the
+    :func:`lib.society.studies.diagnostics.comparisons.selection_differential`); the recombination gain on val and the
     shares of screenings won by the plain average and tied (``gain``, ``plain_share``, ``tie_share``
-    and their ``_lo, _hi``: :func:`lib.society.diagnostics.recombination_gain`); the mutation load,
+    and their ``_lo, _hi``: :func:`lib.society.studies.diagnostics.comparisons.recombination_gain`); the mutation load,
     child − source on test (``load``, ``load_lo``, ``load_hi``:
-    :func:`lib.society.diagnostics.inheritance_fidelity`, pooled over generations); ``n`` seeds."""
+    :func:`lib.society.studies.diagnostics.comparisons.inheritance_fidelity`, pooled over generations); ``n`` seeds."""
     _, sel = selection_differential(rows)
     _, gain = recombination_gain(rows)
     pts, _ = inheritance_fidelity(rows)
@@ -532,3 +517,28 @@ def breeding_skill(rows: pd.DataFrame, families, family: str, region: str = REGI
                     "pop_last": pop_last.get(a, np.nan), "above": above.get(a, np.nan)})
         out.append(row)
     return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------- the reference run again
+
+
+def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
+    """How ``own``'s ``full`` compares with ``ref``'s ``full`` on the seeds of ``own`` (every row the two
+    share, to 1e-9): ``same`` seeds equal row for row, ``gen0`` seeds where only generation 0's rows
+    differ (``rows0`` of them: the founders' evaluation; every bred generation the same), ``other`` the
+    rest, of the ``n`` ``seeds``."""
+    keys = ["generation", "agent", "metric"]
+    same, gen0, other, rows0 = 0, 0, 0, 0
+    seeds = sorted(set(own.loc[own["arm"] == REFERENCE, "seed"]))
+    for seed in seeds:
+        a = ref[(ref["arm"] == REFERENCE) & (ref["seed"] == seed)]
+        b = own[(own["arm"] == REFERENCE) & (own["seed"] == seed)]
+        m = a.merge(b, on=keys, suffixes=("_a", "_b"))
+        off = ~np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
+        if len(m) != len(a) or len(m) != len(b) or (off & (m["generation"] > 0).to_numpy()).any():
+            other += 1
+        elif off.any():
+            gen0, rows0 = gen0 + 1, rows0 + int(off.sum())
+        else:
+            same += 1
+    return {"same": same, "gen0": gen0, "rows0": rows0, "other": other, "n": len(seeds), "seeds": seeds}

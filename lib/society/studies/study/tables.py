@@ -1,4 +1,5 @@
-"""The society's tables: the study's six primary comparisons and its arms, the first run's verdict."""
+"""The society study's tables: its six primary comparisons and its arms, its secondary comparisons, the lexicase
+folder beside it, where the baselines' grids put their hyperparameters, and what the study cost."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,18 +7,17 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from lib.core.stats import paired_permutation_test, sign_flip_ci
 from lib.society.arms import BESIDE, LEXICASE as LEXICASE_LINES, NO_GROUNDING, REFERENCE, SEED_BUDGET_ARM
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import (LEXICASE, MAIN, RECOMBINATION, STUDY, config_of, ledger_of, society_rows,
-                              society_walls)
-from lib.society.results import method_scores, primary_comparisons
-from lib.society.study import (arm_table, founders_of, full_reproduction, grid_choices, is_primary_arm, paired,
-                               population_scores, primary_table, secondary_table, seeds_on_other_founders,
-                               study_cost, verdict, without_most_extreme)
-from lib.society.tables_results import founder_selection_markdown
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+from lib.society.data import LEXICASE, RECOMBINATION, STUDY, config_of, ledger_of, society_rows, society_walls
+from lib.society.studies.study.comparisons import (arm_table, founders_of, grid_choices, is_primary_arm, paired,
+                                                   population_scores, primary_table, secondary_table,
+                                                   seeds_on_other_founders, study_cost, verdict,
+                                                   without_most_extreme)
+from lib.society.studies.verdict.comparisons import full_reproduction
+from lib.society.studies.verdict.tables import founder_selection_markdown
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 
 def study_rows(scale: str, experiment: str = STUDY) -> pd.DataFrame | None:
@@ -32,8 +32,8 @@ def preregistered_seeds(cfg: dict, r) -> int:
 
 
 def study_primary(scale: str) -> str:
-    """The six pre-registered comparisons (:func:`lib.society.study.primary_table`) with their
-    verdict (:func:`lib.society.study.verdict`), marked *interim* while a comparison has fewer
+    """The six pre-registered comparisons (:func:`lib.society.studies.study.comparisons.primary_table`) with their
+    verdict (:func:`lib.society.studies.study.comparisons.verdict`), marked *interim* while a comparison has fewer
     seeds than its config pre-registers."""
     rows = study_rows(scale)
     if rows is None:
@@ -52,7 +52,7 @@ def study_primary(scale: str) -> str:
 
 
 def _arms_table(scale: str, primary: bool) -> str:
-    """Arms of the study (:func:`lib.society.study.arm_table`): population accuracy, selection-pool
+    """Arms of the study (:func:`lib.society.studies.study.comparisons.arm_table`): population accuracy, selection-pool
     accuracy, difference to ``full``; ``primary``: the arms of the six comparisons and the baselines, else
     the secondary arms."""
     rows = study_rows(scale)
@@ -80,7 +80,7 @@ def study_arms_secondary(scale: str) -> str:
 
 
 def _comparisons(t: pd.DataFrame) -> str:
-    """Paired comparisons (:func:`lib.society.study.secondary_table`) as a markdown table, raw p."""
+    """Paired comparisons (:func:`lib.society.studies.study.comparisons.secondary_table`) as a markdown table, raw p."""
     lines = []
     for k, r in t.iterrows():
         diff = (f"{signed(r['diff'])} {ci(r.lo, r.hi)}" if r.n >= 2 else
@@ -92,7 +92,7 @@ def _comparisons(t: pd.DataFrame) -> str:
 
 
 def study_secondary(scale: str) -> str:
-    """The study's secondary comparisons (:func:`lib.society.study.secondary_table`), raw p."""
+    """The study's secondary comparisons (:func:`lib.society.studies.study.comparisons.secondary_table`), raw p."""
     rows = study_rows(scale)
     return NO_DATA if rows is None else _comparisons(secondary_table(rows))
 
@@ -103,15 +103,15 @@ def lexicase_rows(scale: str) -> pd.DataFrame | None:
 
 
 def study_lexicase(scale: str) -> str:
-    """Lexicase against the ``full`` and ``niche`` run beside it (:data:`lib.society.study.LEXICASE`),
-    paired by seed within its own folder, raw p."""
+    """Lexicase against the ``full`` and ``niche`` run beside it
+    (:data:`lib.society.studies.study.comparisons.LEXICASE`), paired by seed within its own folder, raw p."""
     rows = lexicase_rows(scale)
     return NO_DATA if rows is None else _comparisons(secondary_table(rows, LEXICASE_LINES))
 
 
 def study_lexicase_slots(scale: str) -> str:
     """Which founders become parents at generation 0 in the lexicase folder's arms, by family
-    (:func:`lib.society.results.founder_selection`): the specialists lexicase is meant to keep."""
+    (:func:`lib.society.studies.verdict.comparisons.founder_selection`): the specialists lexicase is meant to keep."""
     rows = lexicase_rows(scale)
     return NO_DATA if rows is None else founder_selection_markdown(rows, config_of(LEXICASE, scale)["families"])
 
@@ -129,8 +129,8 @@ def study_lexicase_summary(scale: str) -> str:
 
 def study_lexicase_beside(scale: str) -> str:
     """The lexicase folder's ``full`` against the study's ``full`` on the same seeds: how many seeds give
-    the same rows (:func:`lib.society.study.full_reproduction`), and how many the same founders
-    (generation 0; :func:`lib.society.study.founders_of`)."""
+    the same rows (:func:`lib.society.studies.verdict.comparisons.full_reproduction`), and how many the same founders
+    (generation 0; :func:`lib.society.studies.study.comparisons.founders_of`)."""
     mine, study = lexicase_rows(scale), study_rows(scale)
     if mine is None or study is None:
         return "no data yet"
@@ -143,7 +143,7 @@ def study_lexicase_beside(scale: str) -> str:
 
 def study_grids(scale: str) -> str:
     """Where the baselines' chosen hyperparameters fall in their grids
-    (:func:`lib.society.study.grid_choices`), with the seeds whose val optimum was a tie."""
+    (:func:`lib.society.studies.study.comparisons.grid_choices`), with the seeds whose val optimum was a tie."""
     rows = study_rows(scale)
     if rows is None:
         return NO_DATA
@@ -166,29 +166,6 @@ def study_grid_near_base(scale: str) -> str:
     d = rows[rows["metric"] == "baseline_lambda"]
     parts = [f"`{arm}` on {int((g['value'] <= 0.05).sum())} of {len(g)} seeds" for arm, g in d.groupby("arm", sort=False)]
     return ", ".join(parts) if parts else "no data yet"
-
-
-def society_primary(scale: str) -> str:
-    """The first society run's three pre-registered comparisons (``configs/society``,
-    :func:`lib.society.results.primary_comparisons`), and how much the grounding comparison
-    rests on its most extreme seed (the comparison again without it)."""
-    cfg, rows = config_of(MAIN, scale), society_rows(scale, MAIN, required=False)
-    if rows is None:
-        return NO_DATA
-    t = primary_comparisons(rows, cfg["families"])
-    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.full)} | {fmt(r.other_acc)} | {signed(r['diff'])} "
-             f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
-    sc = method_scores(rows, cfg["families"])
-    wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
-    d = (wide[REFERENCE] - wide[NO_GROUNDING]).dropna()
-    worst = d.abs().idxmax()
-    rest = d.drop(worst)
-    lo, hi = sign_flip_ci(rest.to_numpy())
-    p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
-    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
-                 f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
-    return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
-                      "Holm p"], lines)
 
 
 def study_verdicts(scale: str) -> str:
@@ -243,7 +220,7 @@ def study_grounding_margin(scale: str) -> str:
 
 def study_primary_founders(scale: str) -> str:
     """Over the six primary comparisons, the paired seeds whose two runs started from different founders
-    (:func:`lib.society.study.seeds_on_other_founders`; baselines carry no founders' rows)."""
+    (:func:`lib.society.studies.study.comparisons.seeds_on_other_founders`; baselines carry no founders' rows)."""
     rows = study_rows(scale)
     if rows is None:
         return "no data yet"
@@ -270,8 +247,9 @@ def study_seed_budget_beside(scale: str) -> str:
 
 
 def study_cost_text(scale: str, experiment: str = STUDY) -> str:
-    """The study's (or ``experiment``'s) wall time and load so far (:func:`lib.society.study.study_cost`):
-    its finished runs' walls (a baseline records one wall for its whole run) and its sweeps' ledger."""
+    """The study's (or ``experiment``'s) wall time and load so far
+    (:func:`lib.society.studies.study.comparisons.study_cost`): its finished runs' walls (a baseline records one wall
+    for its whole run) and its sweeps' ledger."""
     ledger = ledger_of(experiment, scale)
     if ledger is None:
         return "no data yet"
@@ -289,7 +267,7 @@ TABLES: dict[str, Callable[[str], str]] = {"study-primary": study_primary, "stud
                                            "study-secondary": study_secondary,
                                            "study-lexicase": study_lexicase, "study-lexicase-slots": study_lexicase_slots,
                                            "study-arms-secondary": study_arms_secondary, "study-grids": study_grids,
-                                           "society-primary": society_primary}
+}
 VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts,
                                            "study-grid-near-base": study_grid_near_base,
                                            "study-grounding-one-seed": study_grounding_one_seed,

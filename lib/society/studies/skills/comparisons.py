@@ -6,10 +6,10 @@ with the highest accuracy on the selection pool (``select_overall``; ties: the l
 its one model. Secondary outcomes: the population mean (the earlier studies' outcome) and, per family, the chosen
 agent's novel-region test accuracy; a family's skill counts as *held* at :data:`HELD` or more, so ``held`` counts
 the families (0–3) whose skill one agent holds. The bare base is every shard's ``base_test_*`` (one per seed).
-Comparisons are paired by seed (:func:`lib.society.study.paired`: mean difference, its sign-flip interval and
-the exact sign-flip p), Holm's correction over the five of :data:`lib.society.arms.CROSSOVER_PRIMARY`; "the best
-new society arm" and "the best one-shot model" are the candidates with the highest mean ``select_overall`` of
-their chosen agents.
+Comparisons are paired by seed (:func:`lib.society.studies.study.comparisons.paired`: mean difference, its sign-flip
+interval and the exact sign-flip p), Holm's correction over the five of :data:`lib.society.arms.CROSSOVER_PRIMARY`;
+"the best new society arm" and "the best one-shot model" are the candidates with the highest mean
+``select_overall`` of their chosen agents.
 """
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ import pandas as pd
 from lib.core.stats import bounded_t_ci
 from lib.society.arms import (BASE_MODEL, BEST_NEW, BEST_ONE_SHOT, CROSSOVER_CANDIDATES, CROSSOVER_PRIMARY,
                               CROSSOVER_SECONDARY, ONE_SHOT_MODELS, is_baseline, order)
-from lib.society.diagnostics import agents_wide
-from lib.society.results import base_scores, last_generation  # noqa: F401  (base_scores: the readers')
-from lib.society.study import NO_ARM, founders_of, paired, seeds_on_other_founders, with_holm
+from lib.society.studies.frames import agents_wide, base_scores, last_generation
+from lib.society.studies.study.comparisons import NO_ARM, founders_of, paired, seeds_on_other_founders, with_holm
 
 HELD = 0.5  # novel-region test accuracy at which a family's skill counts as held by one agent
 

@@ -1,8 +1,9 @@
-"""SI panels S3c–S3f: diagnostics of the society's operators (:mod:`lib.society.diagnostics`), and the
-elitism comparison :func:`draw_elitism` that the society study's S3g draws (:mod:`lib.society.figures_study`).
+"""SI panels S3c–S3f: diagnostics of the society's operators (:mod:`lib.society.studies.diagnostics.comparisons`),
+and the elitism comparison :func:`draw_elitism` that the society study's S3g draws
+(:mod:`lib.society.studies.study.figures`).
 
-Declared in :data:`PANELS`, which :mod:`lib.society.figures` appends to its own (``draw_all`` saves
-them with Fig. 3 / S3, notebook 05 lists them); this module never imports :mod:`lib.society.figures`.
+Declared in :data:`PANELS`, which :mod:`lib.society.studies.verdict.figures` appends to its own (``draw_all`` saves
+them with Fig. 3 / S3, notebook 05 lists them); this module never imports :mod:`lib.society.studies.verdict.figures`.
 Each panel reduces a statistic to one number per seed, then shows the mean over seeds with its 95 %
 CI (t) (dots: seeds); a paired difference carries its 95 % CI (sign-flip inversion), unbounded (not
 drawn) with fewer than 6 seeds. A panel whose data is absent (rows written before the loop recorded
@@ -16,8 +17,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from lib.society import diagnostics as dg
-from lib.society.arms import REFERENCE
+from lib.society.arms import REFERENCE, is_baseline
+from lib.society.studies import frames
+from lib.society.studies.diagnostics import comparisons as dg
 from matplotlib.lines import Line2D
 
 from lib.core.stats import BOUNDED_T_CI, T_CI, mean_ci_table
@@ -35,7 +37,7 @@ def _n_text(summ: pd.DataFrame) -> str:
 
 
 def _arms(df: pd.DataFrame) -> list[str]:
-    return [a for a in dg.arms_in(df) if not dg.is_baseline(a)]
+    return [a for a in frames.arms_in(df) if not is_baseline(a)]
 
 
 def _arm_points(ax, pts: pd.DataFrame, summ: pd.DataFrame, value: str, order, *, mean="mean", lo="lo", hi="hi"):
@@ -140,7 +142,7 @@ def draw_selection_differential(df: pd.DataFrame):
     one panel per arm, mean over seeds, band: 95 % CI (t)."""
     use_style()
     pts, _ = dg.selection_differential(df)
-    per_gen = dg.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
+    per_gen = frames.ci_over_seeds(pts, ["arm", "metric", "generation"], "diff")
     order = _arms(pts)
     fig, axes = panel_grid(len(order), width=2.35, height=2.0, pad=0.7)
     for ax, a in zip(axes.flat, order):
@@ -217,7 +219,7 @@ def draw_inheritance_fidelity(df: pd.DataFrame):
     _gen_lines(a1, per_gen, order, "child − source (test accuracy)",
                f"(a) per generation; {_n_text(per_gen)}; band: {T_CI}")
     a1.legend(fontsize=6.2)
-    summ = dg.ci_over_seeds(pts, ["arm"], "diff")
+    summ = frames.ci_over_seeds(pts, ["arm"], "diff")
     _arm_points(a2, pts, summ, "diff", order)
     a2.axhline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     a2.set_ylabel("child − source, all generations")
@@ -240,7 +242,7 @@ def draw_elitism(df: pd.DataFrame):
     arms = [a for a in _arms(df) if a in pairs or a in pairs.values()]
     pts, summ = dg.elitism_comparison(df)
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(10.8, 3.6), gridspec_kw={"width_ratios": [1.2, 1, 1]})
-    d = dg.population_metric(df[df["arm"].isin(arms)], "test_overall")
+    d = frames.population_metric(df[df["arm"].isin(arms)], "test_overall")
     seeds_of = {v: set(d.loc[d["arm"] == v, "seed"]) for v in pairs}
     keep = pd.Series(True, index=d.index)
     for var, ref in pairs.items():  # the reference on its variant's seeds

@@ -4,7 +4,8 @@
   ran it on the most seeds (its study named), with the pre-registered outcome of the skill-combining study (the
   chosen agent's test accuracy, where the folder has a selection pool) and the earlier studies' outcome (the
   population mean), beside the bare base, the best one-shot model and multitask.
-- ``skills-primary``: the five pre-registered comparisons (:func:`lib.society.skills.primary_table`).
+- ``skills-primary``: the five pre-registered comparisons
+  (:func:`lib.society.studies.skills.comparisons.primary_table`).
 - ``skills-summary``: every design and baseline of the study: the chosen agent's accuracy overall and per family
   on the novel region, the skills it holds, and the cost of the run.
 """
@@ -24,12 +25,12 @@ from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
 from lib.society.data import (CROSSOVER, LEXICASE, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, shard_float_path,
                               society_rows, society_walls)
-from lib.society.diagnostics import agents_wide
-from lib.society.figures_skills import study_rows
-from lib.society.skills import (HELD, arm_summary, base_scores, best_of, chosen_agents, primary_table,
-                                secondary_table)
-from lib.society.study import population_scores, verdict
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
+from lib.society.studies.frames import agents_wide, base_scores
+from lib.society.studies.skills.comparisons import (HELD, arm_summary, best_of, chosen_agents, primary_table,
+                                                    secondary_table)
+from lib.society.studies.skills.figures import study_rows
+from lib.society.studies.study.comparisons import population_scores, verdict
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, seed_ranges, signed
 
 FOLDERS = (LINEAGE, CROSSOVER, STUDY, LEXICASE, RECOMBINATION, MAIN)  # where a design is read first
 RUNNING = (LINEAGE, CROSSOVER)  # studies whose rows are interim until their pre-registered seeds are in
@@ -61,8 +62,9 @@ def skills_primary(scale: str) -> str:
 
 
 def primary_markdown(table: pd.DataFrame, cfg) -> str:
-    """A study's pre-registered comparisons (``table``: :func:`lib.society.skills.primary_table`) as the README shows
-    them, each with its verdict, *interim* while one has fewer seeds than ``cfg`` pre-registered for it."""
+    """A study's pre-registered comparisons (``table``: :func:`lib.society.studies.skills.comparisons.primary_table`)
+    as the README shows them, each with its verdict, *interim* while one has fewer seeds than ``cfg`` pre-registered
+    for it."""
     def word(r) -> str:
         target = min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
         if r.n < target:  # no verdict before the pre-registered seeds are in
@@ -100,7 +102,8 @@ def skills_secondary(scale: str) -> str:
 
 
 def secondary_markdown(t: pd.DataFrame) -> str:
-    """A study's secondary comparisons (``t``: :func:`lib.society.skills.secondary_table`), raw p."""
+    """A study's secondary comparisons (``t``: :func:`lib.society.studies.skills.comparisons.secondary_table`),
+    raw p."""
     lines = [f"| `{r.arm_a}` − `{r.arm_b}` | {r.isolates} | {int(r.n)} | {fmt(r.a)} | {fmt(r.b)} | "
              + (f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} |" if r.n >= 2 else
                 (f"{signed(r['diff'])} (one seed) | — |" if r.n == 1 else "not run yet | — |")) for _, r in t.iterrows()]

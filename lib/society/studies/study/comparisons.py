@@ -17,8 +17,7 @@ from lib.society.arms import (ADDED_AFTER_PREREGISTRATION, BEST_ARM, BEST_MERGE,
                               STUDY_SECONDARY, borrows, is_baseline, is_primary_arm)
 from lib.society.baselines import parse_grid_key
 from lib.society.data import complete_runs  # noqa: F401  (the finished runs: read with the rows, lib.society.data)
-from lib.society.diagnostics import agents_wide
-from lib.society.results import last_generation
+from lib.society.studies.frames import agents_wide, last_generation
 from lib.core.stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci
 
 PRIMARY, SECONDARY = STUDY_PRIMARY, STUDY_SECONDARY  # the comparisons, declared with the arms (lib.society.arms)
@@ -235,25 +234,3 @@ def grid_choices(rows: pd.DataFrame, grids: dict) -> pd.DataFrame:
                         "seeds_with_grid": len(optima), "seeds_tied": int(sum(len(o) > 1 for o in optima)),
                         "seeds_edge_optimum": sole, "at_open_edge": edge})
     return pd.DataFrame(out)
-
-
-def full_reproduction(ref: pd.DataFrame, own: pd.DataFrame) -> dict:
-    """How ``own``'s ``full`` compares with ``ref``'s ``full`` on the seeds of ``own`` (every row the two
-    share, to 1e-9): ``same`` seeds equal row for row, ``gen0`` seeds where only generation 0's rows
-    differ (``rows0`` of them: the founders' evaluation; every bred generation the same), ``other`` the
-    rest, of the ``n`` ``seeds``."""
-    keys = ["generation", "agent", "metric"]
-    same, gen0, other, rows0 = 0, 0, 0, 0
-    seeds = sorted(set(own.loc[own["arm"] == REFERENCE, "seed"]))
-    for seed in seeds:
-        a = ref[(ref["arm"] == REFERENCE) & (ref["seed"] == seed)]
-        b = own[(own["arm"] == REFERENCE) & (own["seed"] == seed)]
-        m = a.merge(b, on=keys, suffixes=("_a", "_b"))
-        off = ~np.isclose(m["value_a"], m["value_b"], rtol=0, atol=1e-9, equal_nan=True)
-        if len(m) != len(a) or len(m) != len(b) or (off & (m["generation"] > 0).to_numpy()).any():
-            other += 1
-        elif off.any():
-            gen0, rows0 = gen0 + 1, rows0 + int(off.sum())
-        else:
-            same += 1
-    return {"same": same, "gen0": gen0, "rows0": rows0, "other": other, "n": len(seeds), "seeds": seeds}

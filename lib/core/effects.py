@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lib.tables.format import ci as _unbounded, markdown, num
+from lib.core.format import ci as _unbounded, markdown, num
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 HEADER = ["figure", "comparison", "Δ [95 % CI (sign-flip inversion)]", "p", "n"]

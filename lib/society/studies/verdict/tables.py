@@ -1,10 +1,10 @@
 """The society's first verdict in full (``docs/results.md``): its tables and the numbers inside its sentences.
 
-Everything is computed by :mod:`lib.society.results` and :mod:`lib.society.diagnostics` from
-the rows of ``configs/society/<scale>.yaml`` (the main run), ``configs/society_recombination/`` (the
-other breeding arms, compared with the ``full`` run beside them in that folder, each folder read on its
-own) and the manifest of the main run's folder, all read by :mod:`lib.society.data`; this module only
-formats. Accuracies carry a 95 % CI (t, within [0, 1]); paired
+Everything is computed by :mod:`lib.society.studies.verdict.comparisons` and
+:mod:`lib.society.studies.diagnostics.comparisons` from the rows of ``configs/society/<scale>.yaml`` (the main
+run), ``configs/society_recombination/`` (the other breeding arms, compared with the ``full`` run beside them in
+that folder, each folder read on its own) and the manifest of the main run's folder, all read by
+:mod:`lib.society.data`; this module only formats. Accuracies carry a 95 % CI (t, within [0, 1]); paired
 differences a 95 % CI (sign-flip inversion), which stays within [−1, 1].
 """
 from __future__ import annotations
@@ -16,16 +16,18 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from lib.core.stats import paired_permutation_test
-from lib.society.arms import NO_GROUNDING, REFERENCE, what
+from lib.core.stats import paired_permutation_test, sign_flip_ci
+from lib.society.arms import NO_GROUNDING, REFERENCE, is_baseline, what
 from lib.society.config import arm_seeds
 from lib.society.data import MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, society_rows, society_walls
-from lib.society.diagnostics import is_baseline, preconditions
-from lib.society.results import (BASE, FOUNDERS, STEPS, VAL_BEST, base_scores, breeding_skill, first_generation_loss,
-                                 founder_selection, generalist_summary, method_summary, operator_summary,
-                                 population_difference, primary_comparisons, retention_summary, testbed_families)
-from lib.society.study import full_reproduction
-from lib.tables.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
+from lib.society.studies.diagnostics.comparisons import preconditions
+from lib.society.studies.frames import base_scores
+from lib.society.studies.verdict.comparisons import (BASE, FOUNDERS, STEPS, VAL_BEST, breeding_skill,
+                                                     first_generation_loss, founder_selection, full_reproduction,
+                                                     generalist_summary, method_scores, method_summary,
+                                                     operator_summary, population_difference, primary_comparisons,
+                                                     retention_summary, testbed_families)
+from lib.core.format import NO_DATA, ci, fmt, markdown, num, p_text, signed
 
 SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms are followed on
 
@@ -124,7 +126,7 @@ def _count(x) -> str:
 
 
 def _method(name: str) -> str:
-    """A method of :func:`lib.society.results.method_scores` as the tables name it."""
+    """A method of :func:`lib.society.studies.verdict.comparisons.method_scores` as the tables name it."""
     if name in (FOUNDERS, BASE):
         return {FOUNDERS: "the founders (generation 0, mean)", BASE: "the bare base"}[name]
     return f"`{name.removesuffix(VAL_BEST)}`" + (VAL_BEST if name.endswith(VAL_BEST) else "")
@@ -145,7 +147,7 @@ def testbed_table(scale: str) -> str:
 
 @_needs()
 def preconditions_table(scale: str) -> str:
-    """The preconditions, measured (:func:`lib.society.diagnostics.preconditions`)."""
+    """The preconditions, measured (:func:`lib.society.studies.diagnostics.comparisons.preconditions`)."""
     t = preconditions(_rows(MAIN, scale), _families(scale))
     lines = []
     for _, r in t.iterrows():
@@ -159,7 +161,7 @@ def preconditions_table(scale: str) -> str:
 @_needs()
 def methods_table(scale: str) -> str:
     """Fig. 3f: every method at the last generation, − ``full`` and − the base, with its cost
-    (:func:`lib.society.results.method_summary`)."""
+    (:func:`lib.society.studies.verdict.comparisons.method_summary`)."""
     t = _methods(scale)
     def vs(m, lo, hi, p):
         return f"{_diff(m, lo, hi)} | {p_text(p)}" if np.isfinite(num(m)) else "— | —"
@@ -186,12 +188,12 @@ def retention_table(scale: str) -> str:
 @_needs()
 def founder_selection_table(scale: str) -> str:
     """S3i, selection: the founders' val accuracy by family and the parent slots of generation 0 they
-    fill in each arm (:func:`lib.society.results.founder_selection`)."""
+    fill in each arm (:func:`lib.society.studies.verdict.comparisons.founder_selection`)."""
     return founder_selection_markdown(_rows(MAIN, scale), _families(scale))
 
 
 def founder_selection_markdown(rows: pd.DataFrame, fams) -> str:
-    """:func:`lib.society.results.founder_selection` of ``rows`` as a markdown table."""
+    """:func:`lib.society.studies.verdict.comparisons.founder_selection` of ``rows`` as a markdown table."""
     t = founder_selection(rows, fams)
     val = t.groupby("family")["val"].first()
     lines = ["| the family's founders' overall val accuracy (mean over seeds) | — | "
@@ -206,7 +208,7 @@ def founder_selection_markdown(rows: pd.DataFrame, fams) -> str:
 @_needs()
 def skill_loss_table(scale: str) -> str:
     """S3i, the merge and the distillation at the first bred generation, ``full``
-    (:func:`lib.society.results.first_generation_loss`)."""
+    (:func:`lib.society.studies.verdict.comparisons.first_generation_loss`)."""
     levels, steps = _loss(scale)
     levels = levels[levels["arm"] == REFERENCE].set_index("family")
     steps = steps[steps["arm"] == REFERENCE].set_index(["family", "step"])
@@ -234,7 +236,7 @@ def generalists_table(scale: str) -> str:
 
 @_needs()
 def operators_table(scale: str) -> str:
-    """S3d–S3f over the breeding generations (:func:`lib.society.results.operator_summary`)."""
+    """S3d–S3f over the breeding generations (:func:`lib.society.studies.verdict.comparisons.operator_summary`)."""
     t = operator_summary(_rows(MAIN, scale))
     lines = [f"| `{r.arm}` | {r.n} | {_t_diff(r.sel_test, r.sel_test_lo, r.sel_test_hi)} | {_t_diff(r.sel_val, r.sel_val_lo, r.sel_val_hi)} | "
              f"{_t_diff(r.gain, r.gain_lo, r.gain_hi)} | {_share(r.plain_share)} | {_share(r.tie_share)} | "
@@ -292,6 +294,29 @@ def secondary_table(scale: str) -> str:
             lines.append(f"| `configs/{STUDY}/{scale}.yaml` | `{arm}` | {kind} | {len(arm_seeds(cfg, arm))} | "
                          f"{int(done.get(arm, 0))} |")
     return markdown(["config", "arm", "", "seeds planned", "finished runs"], lines)
+
+
+def society_primary(scale: str) -> str:
+    """The first society run's three pre-registered comparisons (``configs/society``,
+    :func:`lib.society.studies.verdict.comparisons.primary_comparisons`), and how much the grounding comparison
+    rests on its most extreme seed (the comparison again without it)."""
+    cfg, rows = _config(MAIN, scale), society_rows(scale, MAIN, required=False)
+    if rows is None:
+        return NO_DATA
+    t = primary_comparisons(rows, cfg["families"])
+    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.full)} | {fmt(r.other_acc)} | {signed(r['diff'])} "
+             f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} |" for _, r in t.iterrows()]
+    sc = method_scores(rows, cfg["families"])
+    wide = sc[sc["metric"] == "overall"].pivot_table(index="seed", columns="method", values="value")
+    d = (wide[REFERENCE] - wide[NO_GROUNDING]).dropna()
+    worst = d.abs().idxmax()
+    rest = d.drop(worst)
+    lo, hi = sign_flip_ci(rest.to_numpy())
+    p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
+    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
+                 f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
+    return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
+                      "Holm p"], lines)
 
 
 # ----------------------------------------------------------------------------- values inside sentences
@@ -383,7 +408,7 @@ def _config_value(key: str):
 
 
 TABLES: dict[str, Callable[[str], str]] = {
-    "society-testbed": testbed_table, "society-preconditions": preconditions_table,
+    "society-primary": society_primary, "society-testbed": testbed_table, "society-preconditions": preconditions_table,
     "society-methods": methods_table, "society-retention": retention_table,
     "society-founder-selection": founder_selection_table, "society-skill-loss": skill_loss_table,
     "society-generalists": generalists_table, "society-operators": operators_table,

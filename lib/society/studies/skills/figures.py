@@ -2,12 +2,12 @@
 ``inherit_merge`` and baselines where it re-uses them): which design makes one agent hold several skills?
 
 - ``fig3h_skills_chosen_agent`` — the study's main panel. For the bare base, every society design and every
-  baseline (rows), the model a reader would take away (:func:`lib.society.skills.chosen_agents`: the last
-  generation's agent best on the selection pool; a baseline's one model): its test accuracy on each family's
+  baseline (rows), the model a reader would take away (:func:`lib.society.studies.skills.comparisons.chosen_agents`:
+  the last generation's agent best on the selection pool; a baseline's one model): its test accuracy on each family's
   *novel* region (the skill only that family's founders learned; columns 1–3) and overall (column 4). Dots:
   seeds; the large marker and bar: mean and 95 % CI (t, within [0, 1]). Dotted lines: the bare base's and
-  multitask's means; the dashed line in the novel columns: :data:`lib.society.skills.HELD`, where a skill counts
-  as held.
+  multitask's means; the dashed line in the novel columns: :data:`lib.society.studies.skills.comparisons.HELD`, where
+  a skill counts as held.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from lib.core.stats import BOUNDED_T_CI, bounded_t_ci
 from lib.society import arms
 from lib.society.arms import BASE_MODEL, BASELINES, CROSSOVER_PRIMARY, CROSSOVER_SECONDARY, MULTITASK
 from lib.society.data import CROSSOVER, STUDY, config_of, files_of, society_rows
-from lib.society.skills import HELD, arm_summary, base_scores, chosen_agents, primary_table
+from lib.society.studies.frames import base_scores
+from lib.society.studies.skills.comparisons import HELD, arm_summary, chosen_agents, primary_table
 from lib.style import Panel, save_rows_panels
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
@@ -134,12 +135,12 @@ def draw_all(scale: str) -> list[str]:
 
 
 def stats_table(scale: str) -> pd.DataFrame:
-    """The five pre-registered comparisons (:func:`lib.society.skills.primary_table`)."""
+    """The five pre-registered comparisons (:func:`lib.society.studies.skills.comparisons.primary_table`)."""
     data = load_data(scale)
     return primary_table(data["rows"], data["families"])
 
 
 def summary_table(scale: str) -> pd.DataFrame:
-    """Every design and baseline beside the bare base (:func:`lib.society.skills.arm_summary`)."""
+    """Every design and baseline beside the bare base (:func:`lib.society.studies.skills.comparisons.arm_summary`)."""
     data = load_data(scale)
     return arm_summary(data["rows"], data["families"])

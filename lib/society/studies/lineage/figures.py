@@ -1,4 +1,5 @@
-"""The lineage study's panel (:mod:`lib.society.lineage`): every design and baseline on one accuracy–compute chart.
+"""The lineage study's panel (:mod:`lib.society.studies.lineage.comparisons`): every design and baseline on one
+accuracy–compute chart.
 
 - ``fig3i_accuracy_compute`` — (a) the chosen agent's test accuracy (mean and 95 % CI, t within [0, 1]) against the
   LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them) for every model of
@@ -14,9 +15,11 @@ import numpy as np
 
 from lib import style
 from lib.core.stats import BOUNDED_T_CI
-from lib.society import arms, lineage
+from lib.society import arms
 from lib.society.arms import BASE_MODEL, FRONTIER
-from lib.society.skills import HELD, base_scores
+from lib.society.studies.frames import base_scores
+from lib.society.studies.lineage import comparisons as lineage
+from lib.society.studies.skills.comparisons import HELD
 from lib.style import Panel, save_rows_panels
 
 style.register_looks(arms.LOOKS)
@@ -27,7 +30,8 @@ NOTEBOOK = "03_society_arms"
 
 
 def load_data(scale: str) -> dict:
-    """The study's data (:func:`lib.society.lineage.load_data`); ``FileNotFoundError`` naming the command without it."""
+    """The study's data (:func:`lib.society.studies.lineage.comparisons.load_data`); ``FileNotFoundError`` naming the
+    command without it."""
     d = lineage.load_data(scale)
     if d is None:
         raise FileNotFoundError(f"no finished {EXPERIMENT} runs at {scale}: run `python -m lib.experiment "
@@ -113,8 +117,8 @@ def draw_all(scale: str) -> list[str]:
 
 
 def stats_table(scale: str):
-    """The four pre-registered comparisons (:func:`lib.society.lineage.primary`); ``FileNotFoundError`` before the
-    study's first run has finished."""
+    """The four pre-registered comparisons (:func:`lib.society.studies.lineage.comparisons.primary`);
+    ``FileNotFoundError`` before the study's first run has finished."""
     d = load_data(scale)
     if d["rows"] is None:
         raise FileNotFoundError(f"no finished {EXPERIMENT} run at {scale} yet: its comparisons need one")

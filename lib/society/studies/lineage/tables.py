@@ -1,4 +1,5 @@
-"""The lineage study's tables (:mod:`lib.society.lineage`), written into the README and ``docs/lineage.md``.
+"""The lineage study's tables (:mod:`lib.society.studies.lineage.comparisons`), written into the README and
+``docs/lineage.md``.
 
 - ``lineage-primary``: the four pre-registered comparisons, Holm, each verdict *interim* until its seeds are in;
 - ``lineage-secondary``: the secondary comparisons, raw p;
@@ -12,11 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-from lib.society import lineage
 from lib.society.arms import CONTINUE, label
 from lib.society.data import LINEAGE, config_of
-from lib.society.tables_skills import primary_markdown, secondary_markdown
-from lib.tables.format import NO_DATA, ci, fmt, markdown, p_text, signed
+from lib.society.studies.lineage import comparisons as lineage
+from lib.society.studies.skills.tables import primary_markdown, secondary_markdown
+from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
 
 
 def _data(scale: str) -> dict | None:

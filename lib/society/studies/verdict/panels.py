@@ -1,12 +1,12 @@
-"""Fig. 3f and SI panels S3h–S3m: the society's central question (:mod:`lib.society.results`).
+"""Fig. 3f and SI panels S3h–S3m: the society's central question (:mod:`lib.society.studies.verdict.comparisons`).
 
 S3h: is the founders' skill on each family's novel region kept over the generations; S3i: which step
 of breeding loses it (the merge or the distillation), at the first bred generation; S3j: how many agents
 beat the bare base on several families; Fig. 3f: every arm and the field's merge methods against
 ``full`` on the same seeds, with S3k (each arm's val-selected agent against ``full``), S3l (the same
 per family) and S3m (what each method cost) — four figures, each legible on its own, that were one.
-Declared in :data:`PANELS` and :data:`COMPARISON_PANELS`, which :mod:`lib.society.figures` adds to its own;
-this module never imports :mod:`lib.society.figures`. Means over seeds carry a 95 % CI (t) cut to
+Declared in :data:`PANELS` and :data:`COMPARISON_PANELS`, which :mod:`lib.society.studies.verdict.figures` adds to its
+own; this module never imports :mod:`lib.society.studies.verdict.figures`. Means over seeds carry a 95 % CI (t) cut to
 [0, 1] (every quantity here is an accuracy or a share; none with one seed), a baseline's share of seeds
 a Wilson interval; paired differences a 95 % CI (sign-flip inversion), unbounded (not drawn) with
 fewer than 6 seeds, and the exact sign-flip p.
@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from lib.society import diagnostics as dg
-from lib.society import results as sr
+from lib.society.studies import frames
+from lib.society.studies.verdict import comparisons as sr
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
-from lib.society.arms import BASELINE_PREFIX, SEED_GRID_BASELINES, label
+from lib.society.arms import BASELINE_PREFIX, BESIDE, SEED_GRID_BASELINES, is_baseline, label
 from lib import style
 from lib.society import arms
 from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, dodges, interval_bar,
@@ -98,10 +98,10 @@ def draw_skill_retention(df: pd.DataFrame, families):
     use_style()
     fams = list(families)
     pts, refs = sr.skill_retention(df, fams)
-    summ = within_bounds(dg.ci_over_seeds(pts, ["arm", "family", "statistic", "generation"], "value"))
-    rsum = dg.ci_over_seeds(refs, ["family", "reference"], "value")
-    arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a) and a != dg.BESIDE]  # full's re-run: Fig. 3a
-    nb = len([a for a in dg.arms_in(pts) if dg.is_baseline(a)])
+    summ = within_bounds(frames.ci_over_seeds(pts, ["arm", "family", "statistic", "generation"], "value"))
+    rsum = frames.ci_over_seeds(refs, ["family", "reference"], "value")
+    arms = [a for a in frames.arms_in(pts) if not is_baseline(a) and a != BESIDE]  # full's re-run: Fig. 3a
+    nb = len([a for a in frames.arms_in(pts) if is_baseline(a)])
     fig, axes = plt.subplots(2, len(fams), figsize=(2.9 * len(fams) + 1.6 + 0.25 * nb, 5.6), sharex=True, sharey=True,
                              squeeze=False)
     last = int(summ.loc[summ["arm"].isin(arms), "generation"].max())
@@ -116,7 +116,7 @@ def draw_skill_retention(df: pd.DataFrame, families):
                 r = rsum[(rsum["family"] == f) & (rsum["reference"] == ref)]
                 if len(r):
                     ax.axhline(float(r["mean"].iloc[0]), color=col, ls=ls, lw=1.0, zorder=1, label=ref)
-            ticks = _baseline_marks(ax, s[s["arm"].map(dg.is_baseline)], last)
+            ticks = _baseline_marks(ax, s[s["arm"].map(is_baseline)], last)
             ax.set_title(f"{f}, {what}", fontsize=8)
             ax.set_ylim(-0.03, 1.03)
             _generation_axis(ax, s.loc[s["arm"].isin(arms), "generation"], ticks)
@@ -136,10 +136,10 @@ def draw_skill_retention(df: pd.DataFrame, families):
 
 
 def skill_loss_at(df: pd.DataFrame, families, generation=None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """:func:`lib.society.results.skill_loss` for the children born at ``generation``
+    """:func:`lib.society.studies.verdict.comparisons.skill_loss` for the children born at ``generation``
     (``"first"``: the first bred generation, the founders' children; ``None``: every bred generation
     pooled, as the analysis does), the summary recomputed over those children alike (per seed, then
-    :func:`lib.society.diagnostics.paired_over_seeds`). Returns ``(points, summary, which)``, ``which``
+    :func:`lib.society.studies.frames.paired_over_seeds`). Returns ``(points, summary, which)``, ``which``
     saying in words which generations they are."""
     pts, summ = sr.skill_loss(df, families)
     gens = sorted(set(int(g) for g in pts["generation"]))
@@ -147,8 +147,8 @@ def skill_loss_at(df: pd.DataFrame, families, generation=None) -> tuple[pd.DataF
         return pts, summ, ("every bred generation pooled" + (f" ({gens[0]}–{gens[-1]})" if len(gens) > 1 else ""))
     g = gens[0] if generation == "first" else int(generation)
     pts = pts[pts["generation"] == g]
-    long = pts.melt(id_vars=dg.AGENT + ["family"], value_vars=list(sr.STEPS), var_name="step", value_name="diff")
-    summ = dg.paired_over_seeds(long, ["arm", "family", "step"])
+    long = pts.melt(id_vars=frames.AGENT + ["family"], value_vars=list(sr.STEPS), var_name="step", value_name="diff")
+    summ = frames.paired_over_seeds(long, ["arm", "family", "step"])
     return pts, summ, f"generation {g}" + (" (the first bred: children of the founders)" if g == gens[0] else "")
 
 
@@ -209,7 +209,7 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
     pts, summ, which = skill_loss_at(df, families, generation)
     dropped = skill_free_families(pts, families)
     cols = [f for f in families if f not in dropped] + [sr.ALL]
-    arms_ = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
+    arms_ = [a for a in frames.arms_in(pts) if not is_baseline(a)]
     n_steps = len(sr.STEPS)
     row_h = 0.2 * len(arms_) + 0.55
     fig, axes = plt.subplots(len(cols), n_steps, figsize=(3.15 * n_steps + 1.3, row_h * len(cols) + 1.3),
@@ -251,8 +251,8 @@ def draw_generalists(df: pd.DataFrame, families):
     use_style()
     pts = sr.generalists(df, families, min_families=(2, 1))
     shares = sr.generalist_shares(df, families)
-    summ, base = shares[~shares["arm"].map(dg.is_baseline)], shares[shares["arm"].map(dg.is_baseline)]
-    arms = [a for a in dg.arms_in(pts) if not dg.is_baseline(a)]
+    summ, base = shares[~shares["arm"].map(is_baseline)], shares[shares["arm"].map(is_baseline)]
+    arms = [a for a in frames.arms_in(pts) if not is_baseline(a)]
     last = int(summ.loc[summ["arm"].isin(arms), "generation"].max())
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 3.6), sharey=True)
     for ax, (k, what) in zip(axes, ((2, "(a) ≥ 2 families"), (1, "(b) ≥ 1 family"))):
@@ -368,7 +368,7 @@ def draw_comparison(df: pd.DataFrame, families, walls: pd.DataFrame | None = Non
 
 
 def _split(summ: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The methods of a :func:`lib.society.results.comparison` summary other than ``full``:
+    """The methods of a :func:`lib.society.studies.verdict.comparisons.comparison` summary other than ``full``:
     ``(methods, val_best)`` — the arms' populations, baselines, founders and base; each arm's val-best agent."""
     order = [m for m in dict.fromkeys(summ["method"]) if m != sr.REFERENCE]
     return [m for m in order if not m.endswith(sr.VAL_BEST)], [m for m in order if m.endswith(sr.VAL_BEST)]
@@ -558,7 +558,7 @@ def _novel(data) -> list[str]:
 
 
 def _comparison_caption(data) -> str:
-    base = [a for a in dg.arms_in(data["rows"]) if dg.is_baseline(a)]
+    base = [a for a in frames.arms_in(data["rows"]) if is_baseline(a)]
     return ("The first verdict against the field's merge methods, last generation: every method minus full's "
             "population mean on the same seed — the first run's arms (population mean; the breeding arms are "
             "compared with the full run beside them, Fig. 3a), "
@@ -596,7 +596,8 @@ PANELS = [
           "grid): the first verdict's, tuned on its seed grid only (under-tuned)."),
 ]
 
-COMPARISON_PANELS = [  # Fig. 3f's other parts, each its own figure (lib.society.figures adds them after PANELS)
+COMPARISON_PANELS = [  # Fig. 3f's other parts, each its own figure (lib.society.studies.verdict.figures adds them
+                       # after PANELS)
     Panel("S3k_society_val_best", _with(["test_overall", "val_overall"], draw_comparison_val_best),
           "Each arm's val-selected agent (the last generation's agent with the highest val accuracy: what a user "
           "would deploy) minus full's population mean on the same seed, overall test accuracy; dots: seeds; mean, "
@@ -616,7 +617,7 @@ COMPARISON_PANELS = [  # Fig. 3f's other parts, each its own figure (lib.society
 
 
 def comparison_rows(rows: pd.DataFrame, families, walls: pd.DataFrame | None = None) -> pd.DataFrame:
-    """:func:`lib.society.results.comparison`'s summary as a table: ``metric, method,
+    """:func:`lib.society.studies.verdict.comparisons.comparison`'s summary as a table: ``metric, method,
     reference, n, accuracy, mean`` (method − full), ``lo, hi`` (95 % CI, sign-flip inversion), ``p``
     (text, :func:`lib.core.stats.format_p`; n/a for full itself and with one seed) and the cost
     columns ``train_steps, val_evals, wall_s``."""

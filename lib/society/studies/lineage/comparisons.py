@@ -2,8 +2,8 @@
 LoRA, and where does every design sit against one-shot training at its own compute?
 
 Outcome (pre-registered, the skill-combining study's): per (arm, seed) the test accuracy of the chosen agent
-(:func:`lib.society.skills.chosen_agents`; a baseline's one model), paired by seed; the four primary comparisons of
-:data:`lib.society.arms.LINEAGE_PRIMARY` with Holm's correction, the secondary of
+(:func:`lib.society.studies.skills.comparisons.chosen_agents`; a baseline's one model), paired by seed; the four
+primary comparisons of :data:`lib.society.arms.LINEAGE_PRIMARY` with Holm's correction, the secondary of
 :data:`lib.society.arms.LINEAGE_SECONDARY` with their raw p.
 
 Compute (:func:`compute_table`): per design and baseline, the LoRA optimizer steps of a seed's run
@@ -24,9 +24,9 @@ import pandas as pd
 
 from lib.society.arms import FRONTIER, LINEAGE_PRIMARY, LINEAGE_SECONDARY, frontier_k, is_baseline
 from lib.society.data import CROSSOVER, LINEAGE, WORK, config_of, files_of, shard_work, society_rows
-from lib.society.figures_skills import studies
-from lib.society.skills import HELD, chosen_agents, outcome, primary_table, secondary_table
-from lib.society.study import paired
+from lib.society.studies.skills.comparisons import chosen_agents, outcome, primary_table, secondary_table
+from lib.society.studies.skills.figures import studies
+from lib.society.studies.study.comparisons import paired
 from lib.core.stats import bounded_t_ci
 
 BELOW, ON, ABOVE = "below", "on", "above"
@@ -37,8 +37,9 @@ BELOW, ON, ABOVE = "below", "on", "above"
 def load_data(scale: str) -> dict | None:
     """``{"rows", "everything", "groups", "families", "work", "files"}``: ``rows``, the study's own finished runs (its
     comparisons read only these: one float path per seed; ``None`` before the first has finished); ``groups``, those
-    and the earlier studies' (the skill-combining study's folders, :func:`lib.society.figures_skills.studies`), each
-    paired only within itself; ``everything``, one set of runs per arm (where both hold it, the one with more seeds), for
+    and the earlier studies' (the skill-combining study's folders,
+    :func:`lib.society.studies.skills.figures.studies`), each paired only within itself; ``everything``, one set of
+    runs per arm (where both hold it, the one with more seeds), for
     the compute table and chart (``study`` names each row's folder, ``pairing`` the folders that pair by seed: the
     study's own, or the earlier studies' joined as they paired them); the config's families; every shard's recorded
     work (:func:`shard_work`). ``None``: no finished run at ``scale`` at all."""
@@ -61,7 +62,8 @@ def load_data(scale: str) -> dict | None:
 
 
 def primary(rows: pd.DataFrame, families) -> pd.DataFrame:
-    """The four pre-registered comparisons (:func:`lib.society.skills.primary_table` of :data:`LINEAGE_PRIMARY`)."""
+    """The four pre-registered comparisons (:func:`lib.society.studies.skills.comparisons.primary_table` of
+    :data:`LINEAGE_PRIMARY`)."""
     return primary_table(rows, families, LINEAGE_PRIMARY)
 
 

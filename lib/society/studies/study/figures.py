@@ -8,13 +8,13 @@ society better, and which mechanism keeps it? Plus the study's grounding knob (S
   Means over each arm's seeds.
 - ``S3b_study_g_sweep`` — :func:`draw_g_sweep` on the study's ``full@g<g>`` arms, ``full`` as g = 0.5 (the
   same seeds; :func:`lib.society.data.grounding_sweep` names it).
-- ``S3g_study_elitism`` — :func:`lib.society.figures_diagnostics.draw_elitism` on ``full@e1`` /
+- ``S3g_study_elitism`` — :func:`lib.society.studies.diagnostics.figures.draw_elitism` on ``full@e1`` /
   ``no_grounding@e1`` and their references.
 - ``S3n_study_skill_retention``, ``S3o_study_skill_loss`` — the society's S3h and S3i (letters of their own: one
   drawing per panel letter)
-  (:func:`lib.society.figures_results.draw_skill_retention`, :func:`~lib.society.figures_results.draw_skill_loss`
-  at the first bred generation) on the study's designs (:func:`design_rows`: every arm but the knob and
-  elitism variants, which have their own panels) and its baselines.
+  (:func:`lib.society.studies.verdict.panels.draw_skill_retention`,
+  :func:`~lib.society.studies.verdict.panels.draw_skill_loss` at the first bred generation) on the study's designs
+  (:func:`design_rows`: every arm but the knob and elitism variants, which have their own panels) and its baselines.
 
 Every arm is drawn in its fixed look (:func:`lib.style.arm_style`), the same as in every other figure.
 """
@@ -24,14 +24,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lib.society import diagnostics as dg
-from lib.society.arms import BASELINE_PREFIX, REFERENCE
+from lib.society.arms import BASELINE_PREFIX, REFERENCE, is_baseline
 from lib.society.data import STUDY, config_of, files_of, grounding_sweep, society_rows
-from lib.society.figures import last_generation_table
-from lib.society.figures_diagnostics import draw_elitism
-from lib.society.figures_results import draw_skill_loss, draw_skill_retention
-from lib.society.results import last_generation
-from lib.society.study import primary_table
+from lib.society.studies.diagnostics.comparisons import elitism_pairs
+from lib.society.studies.diagnostics.figures import draw_elitism
+from lib.society.studies.frames import agents_wide, last_generation
+from lib.society.studies.study.comparisons import primary_table
+from lib.society.studies.verdict.figures import last_generation_table
+from lib.society.studies.verdict.panels import draw_skill_loss, draw_skill_retention
 from lib.core.stats import BOUNDED_T_CI, mean_ci_table
 from lib import style
 from lib.society import arms
@@ -57,7 +57,7 @@ def skill_points(rows: pd.DataFrame, families) -> pd.DataFrame:
     """Per (arm, generation) with generation ∈ {0, 1, last}: ``n`` seeds, ``overall`` (population
     test accuracy) and ``<family>`` (novel-region accuracy), means over seeds of population means."""
     cols = ["test_overall"] + [f"test_{f}_novel" for f in families]
-    w = dg.agents_wide(rows, cols)
+    w = agents_wide(rows, cols)
     last = last_generation(w)
     pick = pd.concat([w[w["generation"].isin([0, 1])], last]).drop_duplicates(["arm", "seed", "generation", "agent"])
     pick = pick.assign(when=np.where(pick["generation"] == 0, "founders",
@@ -122,9 +122,9 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     use_style()
     pts = skill_points(rows, families)
     # the designs (the knob and elitism variants have their own panels), each in its fixed look
-    arms = [a for a in dict.fromkeys(rows["arm"]) if not dg.is_baseline(a) and is_design(a)]
+    arms = [a for a in dict.fromkeys(rows["arm"]) if not is_baseline(a) and is_design(a)]
     colours = {a: arm_style(a)["color"] for a in arms}
-    baselines = [a for a in dict.fromkeys(rows["arm"]) if dg.is_baseline(a)]
+    baselines = [a for a in dict.fromkeys(rows["arm"]) if is_baseline(a)]
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
     fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 3.8), sharey=True)
     axes = np.atleast_1d(axes)
@@ -231,7 +231,7 @@ def _g_sweep(data):
 
 def _elitism(data):
     rows = data["rows"]
-    pairs = dg.elitism_pairs(rows["arm"])
+    pairs = elitism_pairs(rows["arm"])
     if not pairs:
         return None
     return draw_elitism(rows[rows["arm"].isin(list(pairs) + list(pairs.values()))])
@@ -289,5 +289,5 @@ def draw_all(scale: str) -> list[str]:
 
 
 def stats_table(scale: str) -> pd.DataFrame:
-    """The six pre-registered comparisons (:func:`lib.society.study.primary_table`)."""
+    """The six pre-registered comparisons (:func:`lib.society.studies.study.comparisons.primary_table`)."""
     return primary_table(load_data(scale)["rows"])

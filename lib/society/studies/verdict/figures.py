@@ -8,9 +8,9 @@ so not drawn, with fewer than 6 seeds). The reference ``full`` is drawn last, on
 bare base's accuracy, where recorded, as a grey dash-dotted line. Baseline arms (``baseline_…``: one
 model, no generations) are left out of every trajectory. The society against the field's merge methods
 (Fig. 3f, with S3k–S3m), skill retention, skill loss and generalists (S3h–S3j) live in
-:mod:`lib.society.figures_results`, the operators' diagnostics (S3c–S3f) in
-:mod:`lib.society.figures_diagnostics`; their panels follow this module's in :data:`PANELS`. The
-grounding knob (S3b) and elitism (S3g) are the society study's (:mod:`lib.society.figures_study`). The
+:mod:`lib.society.studies.verdict.panels`, the operators' diagnostics (S3c–S3f) in
+:mod:`lib.society.studies.diagnostics.figures`; their panels follow this module's in :data:`PANELS`. The
+grounding knob (S3b) and elitism (S3g) are the society study's (:mod:`lib.society.studies.study.figures`). The
 rows come from :mod:`lib.society.data`, which reads and joins the folders and names the arms.
 :func:`draw_panel` draws any saved panel by name, as notebook 03 shows it.
 """
@@ -23,14 +23,15 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from lib.society.arms import REFERENCE, SEED_V2_ARMS
+from lib.society.arms import BESIDE, REFERENCE, SEED_V2_ARMS, is_baseline
 from lib.society.data import MAIN, RECOMBINATION, config_of, files_of, society_rows, society_walls
-from lib.society.diagnostics import (BESIDE, PARENT_CODE_BASE, arms_in, decode_parents, is_baseline,  # noqa: F401
-                                    own_reference, parents_table, population_metric)
-from lib.society.results import base_scores
+from lib.society.studies.diagnostics.comparisons import own_reference
+from lib.society.studies.frames import (PARENT_CODE_BASE, arms_in, base_scores, decode_parents,  # noqa: F401
+                                        parents_table, population_metric)
 from lib.core.stats import (BOUNDED_T_CI, SIGN_FLIP_CI, T_CI, format_ci, format_p, mean_ci_table, paired_differences,
                               t_ci)
-from lib.society import figures_diagnostics as society_diagnostics, figures_results as society_results
+from lib.society.studies.diagnostics import figures as society_diagnostics
+from lib.society.studies.verdict import panels as society_results
 from lib import style
 from lib.society import arms
 from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, mean_curve, paired_difference_panel,
@@ -82,8 +83,8 @@ def last_generation_table(df: pd.DataFrame, metric: str = "test_overall") -> pd.
 
 def arm_reference(arm: str, arms) -> str | None:
     """The arm ``arm`` is compared with: ``full`` for a plain arm, but a breeding arm with the ``full``
-    run beside it (``full@breeding``, :func:`lib.society.diagnostics.own_reference`) when present; for
-    a variant ``<arm>@<tag>`` (e.g. ``no_grounding@e1``) the reference run with the same tag
+    run beside it (``full@breeding``, :func:`lib.society.studies.diagnostics.comparisons.own_reference`) when present;
+    for a variant ``<arm>@<tag>`` (e.g. ``no_grounding@e1``) the reference run with the same tag
     (``full@e1``) when present, else ``full``; ``full@<tag>`` itself is compared with ``full``.
     ``None`` for ``full``."""
     if arm == REFERENCE:
@@ -115,7 +116,7 @@ def paired_vs_reference(last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 
 
 def trajectory_arms(df: pd.DataFrame) -> list[str]:
-    """The arms with generations, in :func:`lib.society.diagnostics.arms_in` order (no baselines)."""
+    """The arms with generations, in :func:`lib.society.studies.frames.arms_in` order (no baselines)."""
     return [a for a in arms_in(df) if not is_baseline(a)]
 
 
@@ -174,7 +175,7 @@ BASE_METRIC = {"test_overall": "overall"}  # a population metric -> its bare-bas
 
 def base_level(df: pd.DataFrame, metric: str) -> tuple[float, int] | None:
     """The bare base's mean over seeds of ``metric`` (``test_overall`` or ``test_<family>``), read from its
-    ``base_test_<key>`` rows (generation 0, agent −1: :func:`lib.society.results.base_scores`),
+    ``base_test_<key>`` rows (generation 0, agent −1: :func:`lib.society.studies.frames.base_scores`),
     and the number of seeds; ``None`` where the rows do not record it (consensus, diversity, …)."""
     key = BASE_METRIC.get(metric) or (metric[5:] if metric.startswith("test_") else None)
     if key is None or f"base_test_{key}" not in set(df["metric"]):
@@ -492,7 +493,7 @@ def stats_table(scale: str) -> pd.DataFrame:
 def comparison_table(scale: str) -> pd.DataFrame:
     """Fig. 3f statistics: at the last generation, every society arm (population mean), each arm's
     val-selected agent, every baseline, the founders' mean and the bare base, each minus ``full`` on
-    the same seed, overall and per family (:func:`lib.society.figures_results.comparison_rows`): ``metric,
+    the same seed, overall and per family (:func:`lib.society.studies.verdict.panels.comparison_rows`): ``metric,
     method, reference, n, accuracy, mean, lo, hi`` (95 % CI, sign-flip inversion; unbounded with
     < 6 seeds), ``p`` (text) and the cost ``train_steps, val_evals, wall_s`` (mean over seeds)."""
     data = load_data(scale)

@@ -1,0 +1,3 @@
+"""The lineage study (``configs/society_lineage/``): does a society accumulate when a child continues one parent's
+LoRA, and where does every design sit against one-shot training at its own compute? :mod:`.comparisons`,
+:mod:`.tables` (``docs/lineage.md``), :mod:`.figures` (Fig. 3i)."""
