@@ -172,6 +172,33 @@ def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, 
         ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
 
 
+LABEL_OFFSETS = ((5, 3), (5, -11), (5, 15), (5, -23), (-5, 3), (-5, -11), (5, 27), (5, -35))  # points
+
+
+def place_labels(ax, items, fontsize: float = 8) -> None:
+    """Name points without overlap: each ``(x, y, text, colour)`` of ``items``, in order, takes the first offset of
+    :data:`LABEL_OFFSETS` (points from its marker; a negative x ends the text left of it) whose box stays within
+    the axes' width and meets no label of this figure placed before it, else the first offset. Call it after the
+    figure's layout is set (boxes are measured where they are drawn)."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    boxes = ax.figure.__dict__.setdefault("_placed_label_boxes", [])
+    for x, y, text, colour in items:
+        for k, (dx, dy) in enumerate(LABEL_OFFSETS):
+            t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                            color=colour, ha="left" if dx > 0 else "right")
+            box = t.get_window_extent(renderer)
+            if frame.x0 <= box.x0 and box.x1 <= frame.x1 and not any(box.overlaps(b) for b in boxes):
+                break
+            t.remove()
+        else:
+            dx, dy = LABEL_OFFSETS[0]
+            t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                            color=colour, ha="left")
+            box = t.get_window_extent(renderer)
+        boxes.append(box)
+
+
 def dots_with_mean(ax, pos: float, values, name: str, interval: tuple[float, float, float], *,
                    s: float = 11, marker: str | None = None, jitter: float = 0.12) -> None:
     """At x = ``pos``: the ``values`` as small dots (one per seed or pair; spread over ±``jitter`` left of

@@ -62,7 +62,6 @@ def draw_accuracy_compute(rows, families, work):
                 ax.plot(pts["steps"], pts[col], color=style.REFERENCE_GREY, lw=1.0, ls=ls, zorder=1,
                         label=f"{arms.label(line)}, k founders' steps (n={int(pts['n'].min())}–{int(pts['n'].max())})"
                         if col == "test" else None)
-        placed: list[tuple[float, float]] = []  # labels already set: a neighbour's goes below or above theirs
         for _, r in t.iterrows():
             st = style.arm_style(r["arm"])
             colour = "black" if r["baseline"] else st["color"]
@@ -73,15 +72,10 @@ def draw_accuracy_compute(rows, families, work):
                     mfc="white" if r["baseline"] else colour, ls="", zorder=3,
                     label=f"{arms.label(r['arm'])} (n={r['n']})" if r["baseline"] and not on_line and col == "test"
                     else None)
-            if not r["baseline"]:
-                span = 0.02 if col == "test" else 0.08
-                near = sum(abs(np.log10(r["steps"] / x)) < 0.3 and abs(r[col] - y) < span for x, y in placed)
-                ax.annotate(f"{r['arm']} ({r['n']})", (r["steps"], r[col]), xytext=(5, (3, -11, 15, -23)[near % 4]),
-                            textcoords="offset points", fontsize=8, color=colour)
-                placed.append((r["steps"], r[col]))
         if col == "test":
             ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
         ax.set_xscale("log")
+        ax.set_xlim(right=t["steps"].max() * 2.5)  # room for the names right of the costliest designs
         ax.set_xlabel("LoRA optimizer steps per seed (log; founders included)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("chosen agent: test accuracy")
@@ -93,6 +87,9 @@ def draw_accuracy_compute(rows, families, work):
     fig.suptitle("Every design and one-shot model at its compute: filled and named, a society; hollow, one model",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
+    for ax, col in zip(axes, ("test", "held")):  # the societies named once the layout is set, no two labels on one spot
+        style.place_labels(ax, [(r["steps"], r[col], f"{r['arm']} ({r['n']})", style.arm_style(r["arm"])["color"])
+                                for _, r in t[~t["baseline"].astype(bool)].iterrows()])
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=8.5, frameon=False)
     return fig
 
