@@ -48,7 +48,7 @@ from lib.engines import lora, models
 from lib.engines.generate import generate
 from lib.society.pools import FOUNDER_SEED, TAGS, _pool_seed, draw, founder_seed
 
-OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table (lib.society.studies.testbed):
+OUT = REPO_ROOT / "data" / "cpu" / "paper_testbed"  # python -m: --out; the docs' table (lib.society.studies.paper_scale):
                                                     # data_dir(scale, ...)
 CSV = "founders.csv"
 WARMUP_SEED = 20_000_000  # the warm-up's tasks: draw(family, "pretrain", ·, WARMUP_SEED + i, familiar_only=True)
