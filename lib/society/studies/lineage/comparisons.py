@@ -121,7 +121,7 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
     """Each society design of ``table`` (:func:`compute_table`) against the one-shot frontier at its compute (see
     the module's docstring): ``arm, steps, rival`` (the one-shot model, ``None`` when none is as cheap), ``rival_steps``,
     the paired ``n, a, b, diff, lo, hi, p`` and ``where`` (:data:`ABOVE`, :data:`ON`, :data:`BELOW`; ``None``
-    without a rival or with fewer than 2 paired seeds)."""
+    without a rival or while the interval is unbounded: fewer than 6 paired seeds)."""
     table = compute_table(rows, families, None) if table is None else table
     out = outcome(chosen_agents(rows, families))
     col = "pairing" if "pairing" in rows else "study"
@@ -134,7 +134,7 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
         res = paired(out[r["arm"]], out[rival]) if rival else {"n": 0, **dict.fromkeys(("a", "b", "diff", "lo", "hi",
                                                                                           "p"), np.nan)}
         where = None
-        if rival and res["n"] >= 2:
+        if rival and np.isfinite(res["lo"]) and np.isfinite(res["hi"]):  # an unbounded interval places nothing
             where = ABOVE if res["lo"] > 0 else BELOW if res["hi"] < 0 else ON
         lines.append({"arm": r["arm"], "steps": r["steps"], "rival": rival,
                       "rival_steps": float(cheaper.set_index("arm").loc[rival, "steps"]) if rival else np.nan,

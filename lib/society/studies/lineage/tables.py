@@ -64,7 +64,7 @@ def lineage_placement(scale: str) -> str:
     p = lineage.placements(d["groups"], d["families"])
     lines = [f"| `{r.arm}` | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
                                                    f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} | "
-                                                   f"{r['where'] if isinstance(r['where'], str) else '— (fewer than 2 seeds)'} |" if r.rival else
+                                                   f"{r['where'] if isinstance(r['where'], str) else '— (not placed: no interval below 6 seeds)'} |" if r.rival else
                                                    "none as cheap | — | — | — | — | — |") for _, r in p.iterrows()]
     return markdown(["society design", "LoRA steps per seed", "one-shot rival (best on the selection pool at ≤ its "
                      "steps)", "its steps", "seeds", "Δ = design − rival [95 % CI (sign-flip)]", "p", "where"], lines)
@@ -76,9 +76,11 @@ def lineage_where(scale: str) -> str:
     if d is None:
         return "not measured yet"
     p = lineage.placements(d["groups"], d["families"]).set_index("arm")
-    if CONTINUE not in p.index or not isinstance(p.loc[CONTINUE, "where"], str):
+    if CONTINUE not in p.index:
         return "not measured yet"
     r = p.loc[CONTINUE]
+    if not isinstance(r["where"], str):
+        return f"not placed yet ({int(r['n'])} seeds; an interval needs 6)"
     return (f"{r['where']} the one-shot frontier at its compute ({signed(r['diff'])} {ci(r['lo'], r['hi'])} against "
             f"{label(r['rival'])}, {int(r['n'])} seeds)")
 
