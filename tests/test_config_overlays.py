@@ -32,7 +32,7 @@ def test_every_committed_society_folder_keeps_its_config_hash(manifest):
 def test_every_society_config_is_an_overlay_of_the_base():
     files = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base")
     assert {p.parent.name for p in files} == {"society", "society_crossover", "society_lexicase",
-                                              "society_lineage", "society_recombination", "society_study"}
+                                              "society_lineage", "society_paper", "society_recombination", "society_study"}
     for p in files:
         raw = yaml.safe_load(p.read_text())
         assert "extends" in raw, p
