@@ -39,7 +39,8 @@ def test_eval_tasks_are_distinct_test_part_tasks_of_each_family_and_region(form)
     # the society's own test pool of seed 0 (n_test 40) draws from the same streams: the first 40 familiar and
     # the first 40 novel tasks of each hold all of it
     cfg = validate_config(load_file(REPO_ROOT / "configs" / "society" / "paper.yaml"))
-    assert cfg.n_test == 40 and {t.prompt for t in evaluation_pool(cfg, 0, "test")} <= {t.prompt for t in plain}
+    written = {in_form(t, cfg.task_form).prompt for t in plain}  # the pools are written in the config's form
+    assert cfg.n_test == 40 and {t.prompt for t in evaluation_pool(cfg, 0, "test")} <= written
 
 
 def test_warmup_never_trains_on_a_test_val_founder_or_novel_task():
@@ -55,13 +56,14 @@ def test_warmup_never_trains_on_a_test_val_founder_or_novel_task():
     plain = pt.warmup_tasks(300)
     assert all(part_of(t) == "pretrain" for t in plain)
     cfg = validate_config(load_file(REPO_ROOT / "configs" / "society" / "paper.yaml"))
-    prompts = {t.prompt for t in plain}
+    assert cfg.task_form == "spaced"  # compared in the form the society writes its pools in
+    prompts = {t.prompt for t in pt.warmup_tasks(300, cfg.task_form)}
     for seed in (0, 1, 2):
         p = pools_for(cfg, seed)
         assert not prompts & {t.prompt for t in p.test + p.val}
         for i, f in enumerate(cfg.families * 2):
             assert not prompts & {t.prompt for t in founder_tasks(cfg, f, founder_seed(seed, i))}
-        assert not prompts & {t.prompt for t in pt.founder_training(f, 0, 500, seed)}
+        assert not prompts & {t.prompt for t in pt.founder_training(f, 0, 500, seed, cfg.task_form)}
 
 
 def test_founder_training_is_the_societys_founder_data_in_the_form():

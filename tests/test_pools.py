@@ -13,7 +13,7 @@ import pytest
 from lib.core.paths import CONFIGS, REPO_ROOT
 from lib.society import pools
 from lib.society.config import load_file, seed_list, validate_config
-from lib.core.tasks import FAMILIES, make_tasks, region
+from lib.core.tasks import FAMILIES, Task, make_tasks, region
 
 CONFIG_FILES = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base") + [  # base.yaml: a layer
     REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"]
@@ -52,6 +52,11 @@ def audit(cfg: dict, seed: int) -> dict:
     return _AUDITS[key]
 
 
+def plain(prompt: str) -> str:
+    """The plain prompt a written one stands for (a ``spaced`` strings prompt without its spaces)."""
+    return pools.unwritten(Task("strings", prompt, "")).prompt if prompt.startswith("rev ") else prompt
+
+
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_pool_of_every_seed_is_disjoint_from_every_other_part(path):
     cfg = s = load_file(path)
@@ -62,7 +67,8 @@ def test_every_pool_of_every_seed_is_disjoint_from_every_other_part(path):
         by_part: dict[str, set[str]] = {}
         for name, prompts in pool.items():
             part = pools.pool_part(name)
-            stray = [p for p in prompts if pools._unit(p) < pools.PARTS[part][0] or pools._unit(p) >= pools.PARTS[part][1]]
+            units = [pools._unit(plain(p)) for p in prompts]  # the parts partition the plain tasks
+            stray = [p for p, u in zip(prompts, units) if u < pools.PARTS[part][0] or u >= pools.PARTS[part][1]]
             assert not stray, f"{path.name} seed {seed}: {name} has prompts outside its {part} part: {stray[:3]}"
             by_part.setdefault(part, set()).update(prompts)
         for a, b in combinations(sorted(by_part), 2):
