@@ -20,6 +20,7 @@ cut to [0, 1] for a rate (:func:`within_bounds`), a share of seeds a Wilson inte
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -182,21 +183,20 @@ def place_labels(ax, items, fontsize: float = 8) -> None:
     figure's layout is set (boxes are measured where they are drawn)."""
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
-    boxes = ax.figure.__dict__.setdefault("_placed_label_boxes", [])
+    boxes = _PLACED.setdefault(ax.figure, [])
+    fallback = len(LABEL_OFFSETS)
     for x, y, text, colour in items:
-        for k, (dx, dy) in enumerate(LABEL_OFFSETS):
+        for k, (dx, dy) in enumerate((*LABEL_OFFSETS, LABEL_OFFSETS[0])):  # the last try: no offset was free
             t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                             color=colour, ha="left" if dx > 0 else "right")
             box = t.get_window_extent(renderer)
-            if frame.x0 <= box.x0 and box.x1 <= frame.x1 and not any(box.overlaps(b) for b in boxes):
+            if k == fallback or (frame.x0 <= box.x0 and box.x1 <= frame.x1 and not any(box.overlaps(b) for b in boxes)):
                 break
             t.remove()
-        else:
-            dx, dy = LABEL_OFFSETS[0]
-            t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                            color=colour, ha="left")
-            box = t.get_window_extent(renderer)
         boxes.append(box)
+
+
+_PLACED = weakref.WeakKeyDictionary()  # figure -> the label boxes placed on it
 
 
 def dots_with_mean(ax, pos: float, values, name: str, interval: tuple[float, float, float], *,

@@ -32,8 +32,6 @@ from lib.core.stats import bounded_t_ci
 BELOW, ON, ABOVE = "below", "on", "above"
 
 
-
-
 def load_data(scale: str) -> dict | None:
     """``{"rows", "everything", "groups", "families", "work", "files"}``: ``rows``, the study's own finished runs (its
     comparisons read only these: one float path per seed; ``None`` before the first has finished); ``groups``, those
@@ -157,5 +155,5 @@ def held_by_one(rows: pd.DataFrame, families, arm: str, at_least: int = 2) -> tu
     return int((h >= at_least).sum()), len(h)
 
 
-__all__ = ["ABOVE", "BELOW", "HELD", "ON", "compute_table", "held_by_one", "placements", "load_data", "placement",
+__all__ = ["ABOVE", "BELOW", "ON", "compute_table", "held_by_one", "placements", "load_data", "placement",
            "primary", "secondary", "seed_work"]
