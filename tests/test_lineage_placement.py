@@ -2,10 +2,12 @@
 (lib.society.studies.lineage.comparisons.placement; Fig. 3i, the README's words on compute)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
-from lib.society.studies.lineage import comparisons as lineage
+from lib.society.studies.lineage import comparisons as lineage, tables
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +31,21 @@ def test_a_design_is_placed_only_by_a_bounded_interval_and_as_it_says(placed):
         assert r["where"] == want, r["arm"]
     few = placed[placed["n"] < 6]
     assert few["where"].isna().all()
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+def test_the_verdict_phrase_says_what_the_primary_table_says(scale):
+    """The README's one-phrase verdict lists each primary comparison under the verdict of its table line, and says
+    none while any comparison is short of its pre-registered seeds."""
+    table = tables.lineage_primary(scale)
+    if table == tables.NO_DATA:
+        pytest.skip(f"no lineage data at {scale} scale")
+    lines = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    said = tables.lineage_verdicts(scale)
+    if any(cells[9].startswith("none yet") for cells in lines):
+        assert said.startswith("no verdict yet"), said
+        return
+    groups = dict(re.findall(r"(wins|ties|losses): ([^;]*?)(?:;| \(Holm)", said))
+    for cells in lines:
+        where = {"win": "wins", "tie": "ties", "loss": "losses"}[cells[9]]
+        assert f"{cells[0]} ({cells[1]})" in groups[where], (cells[1], said)

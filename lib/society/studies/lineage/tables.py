@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from lib.society.arms import CONTINUE, label
 from lib.society.data import LINEAGE, config_of
 from lib.society.studies.lineage import comparisons as lineage
-from lib.society.studies.skills.tables import primary_markdown, secondary_markdown
+from lib.society.studies.skills.tables import preregistered_seeds, primary_markdown, primary_verdict, secondary_markdown
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
 
 
@@ -28,6 +29,31 @@ def lineage_primary(scale: str) -> str:
     d = _data(scale)
     return NO_DATA if d is None or d["rows"] is None else primary_markdown(lineage.primary(d["rows"], d["families"]),
                                                       config_of(LINEAGE, scale))
+
+
+def lineage_verdicts(scale: str) -> str:
+    """The four primary comparisons by verdict in one phrase (wins, ties, losses at Holm p < 0.05), or, while one has
+    fewer seeds than pre-registered, that the verdicts are not in yet."""
+    d = _data(scale)
+    if d is None or d["rows"] is None:
+        return "no data yet"
+    t, cfg = lineage.primary(d["rows"], d["families"]), config_of(LINEAGE, scale)
+    said = pd.Series([primary_verdict(r, cfg) for _, r in t.iterrows()], index=t.index)
+    if said.str.startswith("none yet").any():
+        target = max(preregistered_seeds(r, cfg) for _, r in t.iterrows())
+        return f"no verdict yet ({int(t['n'].min())} of {target} seeds in)"
+    parts = [f"{name}: " + (", ".join(f"{k + 1} ({t.comparison[k]})" for k in said.index[said == w]) or "none")
+             for w, name in (("win", "wins"), ("tie", "ties"), ("loss", "losses"))]
+    return "; ".join(parts) + f" (Holm p < 0.05, on {int(t['n'].min())} seeds)"
+
+
+def lineage_held(scale: str) -> str:
+    """On how many seeds ``continue``'s chosen agent holds at least two of the three skills."""
+    d = _data(scale)
+    if d is None or d["rows"] is None:
+        return "not measured yet"
+    k, n = lineage.held_by_one(d["rows"], d["families"], CONTINUE)
+    return f"{k} of {n} seeds" if n else "not measured yet"
 
 
 def lineage_secondary(scale: str) -> str:
@@ -106,4 +132,5 @@ def lineage_frontier(scale: str) -> str:
 
 TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "lineage-secondary": lineage_secondary,
                                            "lineage-compute": lineage_compute, "lineage-placement": lineage_placement}
-VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier}
+VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier,
+                                           "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held}

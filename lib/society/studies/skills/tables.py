@@ -61,18 +61,26 @@ def skills_primary(scale: str) -> str:
     return primary_markdown(primary_table(rows, _families(scale)), config_of(CROSSOVER, scale))
 
 
+def preregistered_seeds(r, cfg) -> int:
+    """The seeds ``cfg`` pre-registered for comparison ``r`` (a line of ``primary_table``): its arms' fewer."""
+    return min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
+
+
+def primary_verdict(r, cfg) -> str:
+    """Comparison ``r``'s verdict (win, tie, loss at Holm p < 0.05), or ``"none yet (interim: n of N seeds)"`` while
+    it has fewer seeds than ``cfg`` pre-registered for it."""
+    target = preregistered_seeds(r, cfg)
+    if r.n < target:  # no verdict before the pre-registered seeds are in
+        return f"none yet (interim: {int(r.n)} of {target} seeds)"
+    return verdict(num(r["diff"]), num(r.p_holm))
+
+
 def primary_markdown(table: pd.DataFrame, cfg) -> str:
     """A study's pre-registered comparisons (``table``: :func:`lib.society.studies.skills.comparisons.primary_table`)
-    as the README shows them, each with its verdict, *interim* while one has fewer seeds than ``cfg`` pre-registered
-    for it."""
-    def word(r) -> str:
-        target = min(len(arm_seeds(cfg, a)) if a in cfg.arms else len(cfg.seed_list()) for a in (r.arm_a, r.arm_b))
-        if r.n < target:  # no verdict before the pre-registered seeds are in
-            return f"none yet (interim: {int(r.n)} of {target} seeds)"
-        return verdict(num(r["diff"]), num(r.p_holm))
+    as the README shows them, each with its verdict (:func:`primary_verdict`)."""
     lines = [f"| {k + 1} | {r.comparison} | " + (f"`{r.arm_a}` − `{r.arm_b}`" if r.arm_a and r.arm_b else "—")
              + f" | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} {ci(r.lo, r.hi)} | "
-             f"{p_text(r.p)} | {p_text(r.p_holm)} | {word(r)} | {int(r.other_founders)} |"
+             f"{p_text(r.p)} | {p_text(r.p_holm)} | {primary_verdict(r, cfg)} | {int(r.other_founders)} |"
              for k, r in table.iterrows()]
     return markdown(["#", "comparison", "models compared", "seeds", "a", "b", "Δ = a − b [95 % CI (sign-flip)]",
                      "p", "Holm p", "verdict (Holm p < 0.05)", "seeds on other founders"], lines)
