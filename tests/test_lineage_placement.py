@@ -7,7 +7,10 @@ import re
 import numpy as np
 import pytest
 
+from lib.core.paths import REPO_ROOT
 from lib.society.studies.lineage import comparisons as lineage, tables
+from lib.society.studies.skills.comparisons import chosen_agents
+from lib.society.studies.verdict.comparisons import founder_selection
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +52,26 @@ def test_the_verdict_phrase_says_what_the_primary_table_says(scale):
     for cells in lines:
         where = {"win": "wins", "tie": "ties", "loss": "losses"}[cells[9]]
         assert f"{cells[0]} ({cells[1]})" in groups[where], (cells[1], said)
+
+
+LINEAGE_DOC = " ".join((REPO_ROOT / "docs" / "lineage.md").read_text().split())  # words, not line breaks
+
+
+def test_the_page_says_of_strings_what_the_runs_show():
+    """docs/lineage.md explains `continue`'s missing strings skill by selection: no strings founder is a parent of
+    generation 1, and no agent of the two society designs after generation 0 scores above 0.1 on strings' novel
+    region; its chosen agent's lists novel accuracy is the study's highest. The runs must bear each claim out."""
+    d = lineage.load_data("cpu")
+    if d is None or d["rows"] is None:
+        pytest.skip("no lineage data at cpu scale")
+    rows, fams = d["rows"], d["families"]
+    assert "selection never makes one a parent of generation 1" in LINEAGE_DOC
+    chosen = founder_selection(rows, fams)
+    assert (chosen.loc[chosen["family"] == "strings", "selected"] == 0).all()
+    assert "no agent of `continue` or `crossover` scores above 0.1 on strings' novel region" in LINEAGE_DOC
+    later = rows[rows["arm"].isin(["continue", "crossover"]) & (rows["generation"] >= 1)
+                 & (rows["metric"] == "test_strings_novel")]
+    assert len(later) and later["value"].max() <= 0.1
+    assert "its chosen agent's lists novel accuracy is the study's highest" in LINEAGE_DOC
+    lists = chosen_agents(rows, fams).groupby("arm")["test_lists_novel"].mean()
+    assert lists.idxmax() == "continue", lists.to_dict()

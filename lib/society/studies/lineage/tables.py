@@ -5,7 +5,9 @@
 - ``lineage-secondary``: the secondary comparisons, raw p;
 - ``lineage-compute``: every design and baseline with a chosen agent (this study's, the skill-combining and the
   society study's): accuracy, skills held and what its run cost per seed;
-- ``lineage-placement``: each society design against the one-shot frontier at its own compute.
+- ``lineage-placement``: each society design against the one-shot frontier at its own compute;
+- ``lineage-skills``: the study's models, their skills per family and cost;
+- ``lineage-founder-selection``: the founders selected as parents of generation 1, by family.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import pandas as pd
 from lib.society.arms import CONTINUE, label
 from lib.society.data import LINEAGE, config_of
 from lib.society.studies.lineage import comparisons as lineage
-from lib.society.studies.skills.tables import preregistered_seeds, primary_markdown, primary_verdict, secondary_markdown
+from lib.society.studies.verdict.tables import founder_selection_markdown
+from lib.society.studies.skills.tables import (preregistered_seeds, primary_markdown, primary_verdict, secondary_markdown,
+                                              summary_markdown)
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
 
 
@@ -59,6 +63,20 @@ def lineage_held(scale: str) -> str:
 def lineage_secondary(scale: str) -> str:
     d = _data(scale)
     return NO_DATA if d is None or d["rows"] is None else secondary_markdown(lineage.secondary(d["rows"], d["families"]))
+
+
+def lineage_skills(scale: str) -> str:
+    """The study's own models beside the bare base: the chosen agent's test accuracy, each family's novel region,
+    skills held and the run's cost (:func:`lib.society.studies.skills.comparisons.arm_summary`)."""
+    d = _data(scale)
+    return NO_DATA if d is None or d["rows"] is None else summary_markdown(d["rows"], d["families"])
+
+
+def lineage_founder_selection(scale: str) -> str:
+    """Which founders grounded selection makes parents of generation 1 in each society design of the study
+    (:func:`lib.society.studies.verdict.comparisons.founder_selection`): a child can continue only a parent's LoRA."""
+    d = _data(scale)
+    return NO_DATA if d is None or d["rows"] is None else founder_selection_markdown(d["rows"], d["families"])
 
 
 def _count(x) -> str:
@@ -131,6 +149,8 @@ def lineage_frontier(scale: str) -> str:
 
 
 TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "lineage-secondary": lineage_secondary,
-                                           "lineage-compute": lineage_compute, "lineage-placement": lineage_placement}
+                                           "lineage-compute": lineage_compute, "lineage-placement": lineage_placement,
+                                           "lineage-founder-selection": lineage_founder_selection,
+                                           "lineage-skills": lineage_skills}
 VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier,
                                            "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held}

@@ -89,9 +89,11 @@ def primary_markdown(table: pd.DataFrame, cfg) -> str:
 def skills_summary(scale: str) -> str:
     """Every design and baseline of the study beside the bare base: the chosen agent, its skills, the run's cost."""
     rows = skill_rows(scale)
-    if rows is None:
-        return NO_DATA
-    fams = _families(scale)
+    return NO_DATA if rows is None else summary_markdown(rows, _families(scale))
+
+
+def summary_markdown(rows: pd.DataFrame, fams) -> str:
+    """:func:`lib.society.studies.skills.comparisons.arm_summary` of ``rows`` as a markdown table."""
     t = arm_summary(rows, fams)
     lines = [f"| {'`' + r.arm + '`' if r.arm != BASE_MODEL else r.arm} | {int(r.n)} | "
              + (f"{fmt(r.test)} [{fmt(r.lo)}, {fmt(r.hi)}]" if np.isfinite(num(r.lo)) else fmt(r.test))
