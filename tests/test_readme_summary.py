@@ -25,6 +25,7 @@ def _designs() -> dict[str, dict]:
         if m:
             name = re.sub(r"[*`]", "", cells[0]).split(" (")[0]
             out[name] = {"n": int(cells[2]), "mean": float(m[1]), "lo": float(m[2]), "hi": float(m[3]),
+                         "study": re.sub(r"[`]|\s*\(interim\)", "", cells[1]),
                          "interim": "(interim)" in cells[1],
                          "held": float(cells[5]) if re.fullmatch(r"[\d.]+", cells[5]) else None}
     return out
@@ -51,17 +52,17 @@ def test_the_summary_names_the_best_preregistered_designs_with_their_numbers(tab
     """The headline names the three designs a study pre-registered as its own (no secondary control such as
     ``crossover@gold``) whose chosen agents score highest on the selection pool, the studies' rule."""
     from lib.society.arms import spec
-    from lib.society.data import CROSSOVER, STUDY, society_rows
+    from lib.society.data import society_rows
     from lib.society.studies.skills.comparisons import chosen_agents
     named = re.findall(r"`([^`]+)` ([\d.]+)", _value("society-best-designs"))
     designs = {k for k, v in table.items() if k not in REFERENCES and v["n"] >= SUMMARY_SEEDS and not v["interim"]
                and spec(k) is not None and spec(k).name == k and spec(k).role in ("primary", "reference")
                and not spec(k).added}
-    select = {}
-    for folder in (CROSSOVER, STUDY):
+    select = {}  # each design's mean selection-pool accuracy, from the folder its table line names
+    for folder in {table[a]["study"] for a in designs}:
         ch = chosen_agents(society_rows("cpu", folder, finished=True), ["lists", "strings", "arith"])
         select.update({a: m for a, m in ch.groupby("arm")["select_overall"].mean().items() if a in designs
-                       and a not in select})
+                       and table[a]["study"] == folder})
     assert [a for a, _ in named] == sorted(select, key=lambda a: -select[a])[:3]
     assert not {a for a, _ in named} & {"crossover@gold", "niche_crossover"}  # controls and secondary designs
     assert all(float(m) == pytest.approx(table[a]["mean"], abs=5e-4) for a, m in named)
@@ -98,3 +99,29 @@ def test_the_words_on_compute_follow_the_placement_of_every_design():
               "some society designs sit above the one-shot frontier": above > 0,
               "no society design sits above the one-shot frontier": above == 0 and below < n}
     assert _said(README.split("## Quick start")[0], claims)
+
+
+def test_the_lineage_words_follow_its_verdicts_and_its_cost():
+    """The lineage study's words in the summary and under its table say what its four verdicts say (ties: "ends
+    where", losses: "below"), and "more LoRA steps than any other design" only while the compute table bears it."""
+    from lib.society.studies.lineage import comparisons as lineage
+    said = _value("lineage-verdicts")
+    if not said.startswith("wins:"):
+        pytest.skip("the lineage study's primary comparisons are not all in")
+    groups = dict(re.findall(r"(wins|ties|losses): ([^;]*?)(?:;| \(Holm)", said))
+    is_ = {k: {int(n) for n in re.findall(r"(\d+) \(", groups[w])} for k, w in
+           (("win", "wins"), ("tie", "ties"), ("loss", "losses"))}
+    words = " ".join(README.split())
+    assert _said(words, {"end where `crossover` and distill-all end": {1, 2} <= is_["tie"],
+                         "end above `crossover` and distill-all": {1, 2} <= is_["win"],
+                         "end below `crossover` and distill-all": {1, 2} <= is_["loss"]})
+    assert _said(words, {"and below one-shot training at a lineage's steps": {3, 4} <= is_["loss"],
+                         "and with one-shot training at a lineage's steps": {3, 4} <= is_["tie"]})
+    answer = ("`continue` ends where `crossover` ends (1) and where one LoRA distilled once on generation 0's verified "
+              "answers ends (2), and below one LoRA trained once on every generation's verified answers for a "
+              "lineage's steps (3) and below multitask LoRA (4)")
+    assert answer in words and {1, 2} <= is_["tie"] and {3, 4} <= is_["loss"]
+    d = lineage.load_data("cpu")
+    t = lineage.compute_table(d["everything"], d["families"], None)
+    society = t[~t["baseline"]].set_index("arm")["steps"]
+    assert "while spending more LoRA steps than any other design" in words and society.idxmax() == "continue"

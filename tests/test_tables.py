@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from lib.society.data import config_of, society_rows
+from lib.society.studies.skills import tables as skills_tables
 from lib.society.studies.study import tables as study_tables
 from lib.tables import registry as tables
 
@@ -168,3 +170,27 @@ def test_skills_machines_counts_each_shards_commit_from_its_progress_file():
             str(json.loads((folder / f"{a}_s{s}.progress.json").read_text()).get("commit") or one or "?")[:7]
             for a, s in runs)
         assert made == dict(recorded) and sum(made.values()) == shards, line
+
+
+def test_the_society_table_reads_each_design_from_its_fullest_folder_and_marks_only_short_arms_interim():
+    """Each design's line is from the folder with the most seeds of it (on a tie, a finished study's before a
+    running one's); it is interim only while its study is running and its arm is short of the seeds that study
+    pre-registered for it (a design whose seeds are all in is not interim for a secondary arm still running)."""
+    lines, _ = skills_tables._design_lines("cpu")
+    if not lines:
+        pytest.skip("no society data at cpu scale")
+
+    def running(folder):
+        return folder in skills_tables.RUNNING and not skills_tables.study_finished(folder, "cpu")
+
+    for x in lines:
+        short = x["n"] < len(config_of(x["study"], "cpu").seeds_of(x["arm"]))
+        assert x["interim"] == (running(x["study"]) and short), x["arm"]
+        for folder in skills_tables.FOLDERS:
+            rows = society_rows("cpu", folder, finished=True, required=False)
+            if rows is None or folder == x["study"] or x["arm"] not in set(rows["arm"]):
+                continue
+            n = rows[rows["arm"] == x["arm"]]["seed"].nunique()
+            assert n <= x["n"], (x["arm"], folder)
+            if n == x["n"] and running(x["study"]):
+                assert running(folder), (x["arm"], "a finished study's runs come before a running one's")

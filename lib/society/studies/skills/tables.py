@@ -122,7 +122,9 @@ def secondary_markdown(t: pd.DataFrame) -> str:
 
 
 def _design_lines(scale: str) -> tuple[list[dict], dict]:
-    """One line per society design (the folder that ran it on the most seeds), and the reference models."""
+    """One line per society design (the folder that ran it on the most seeds; on a tie, a finished study's before a
+    running one's, then the first of :data:`FOLDERS`), and the reference models. A line is *interim* while its
+    arm has fewer seeds than its running study pre-registered for it."""
     fams, seen, lines = _families(scale), {}, []
     refs, finished = _references(scale, fams), {f: study_finished(f, scale) for f in RUNNING}
     for folder in FOLDERS:
@@ -132,13 +134,14 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
         pop = population_scores(rows)
         ch = chosen_agents(rows, fams) if "select_overall" in set(rows["metric"]) else None
         for arm in pop:
-            n = int(pop[arm].notna().sum())
-            if is_baseline(arm) or seen.get(arm, 0) >= n:
+            n, study_done = int(pop[arm].notna().sum()), finished.get(folder, True)
+            done = study_done or n >= len(config_of(folder, scale).seeds_of(arm))
+            if is_baseline(arm) or seen.get(arm, (0, False, False)) >= (n, done, study_done):
                 continue
-            seen[arm] = n
+            seen[arm] = (n, done, study_done)
             lines = [x for x in lines if x["arm"] != arm] + [{
                 "arm": arm, "study": folder, "n": n, "population": pop[arm],
-                "interim": not finished.get(folder, True),
+                "interim": not done,
                 "chosen": ch[ch.arm == arm]["test_overall"] if ch is not None else pd.Series(dtype=float),
                 "select": ch[ch.arm == arm]["select_overall"].mean() if ch is not None else np.nan,
                 "held": ch[ch.arm == arm]["held"].mean() if ch is not None else np.nan}]
