@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lib.core.paths import REPO_ROOT
+from lib.society.arms import LINEAGE_PRIMARY
 from lib.society.studies.lineage import comparisons as lineage, tables
 from lib.society.studies.skills.comparisons import chosen_agents
 from lib.society.studies.verdict.comparisons import founder_selection
@@ -27,8 +28,8 @@ def test_a_design_is_placed_only_by_a_bounded_interval_and_as_it_says(placed):
     assert len(placed)
     for _, r in placed.iterrows():
         bounded = np.isfinite(r["lo"]) and np.isfinite(r["hi"])
-        if r["rival"] is None or not bounded:
-            assert r["where"] is None, r["arm"]
+        if not isinstance(r["rival"], str) or not bounded:
+            assert not isinstance(r["where"], str), r["arm"]  # None (NaN once the groups are joined): not placed
             continue
         want = lineage.ABOVE if r["lo"] > 0 else lineage.BELOW if r["hi"] < 0 else lineage.ON
         assert r["where"] == want, r["arm"]
@@ -72,6 +73,18 @@ def test_the_page_says_of_strings_what_the_runs_show():
     later = rows[rows["arm"].isin(["continue", "crossover"]) & (rows["generation"] >= 1)
                  & (rows["metric"] == "test_strings_novel")]
     assert len(later) and later["value"].max() <= 0.1
-    assert "its chosen agent's lists novel accuracy is the study's highest" in LINEAGE_DOC
-    lists = chosen_agents(rows, fams).groupby("arm")["test_lists_novel"].mean()
+    assert ("its chosen agent's lists novel accuracy is the highest of the five models the primary comparisons pair"
+            in LINEAGE_DOC)
+    paired = {arm for _, a, b in LINEAGE_PRIMARY for arm in (a, b)}
+    lists = chosen_agents(rows[rows["arm"].isin(paired)], fams).groupby("arm")["test_lists_novel"].mean()
     assert lists.idxmax() == "continue", lists.to_dict()
+
+
+def test_a_rival_shares_enough_of_the_designs_seeds_to_place_it(placed):
+    """A one-shot model run on a seed or two (a frontier point still running) is no rival for a design on 16: the
+    rival shares at least as many seeds with the design as a bounded interval needs, or all the design has."""
+    from lib.core.stats import MIN_PAIRED_N
+    d = lineage.load_data("cpu")
+    seeds = d["everything"].groupby("arm")["seed"].nunique()
+    for _, r in placed[placed["rival"].notna()].iterrows():
+        assert r["n"] >= min(seeds[r["arm"]], MIN_PAIRED_N), (r["arm"], r["rival"], r["n"])

@@ -13,7 +13,8 @@ calls, the seed's founders' training added once to every run that starts from th
 
 Placement (:func:`placement`): a society design against the one-shot frontier at its own compute. Its rival is the
 one-shot model (a baseline: one model, no population) of the same folder (one float path) with the highest mean
-selection-pool accuracy among those whose mean steps per seed are at most the design's (never chosen on test); the
+selection-pool accuracy among those whose mean steps per seed are at most the design's and that share enough of its
+seeds to place it (``MIN_PAIRED_N``, or all the design has; never chosen on test); the
 paired difference of the chosen agents' test accuracy places it *above* (the sign-flip interval above 0), *below*
 (under 0) or *on* the frontier.
 """
@@ -27,7 +28,7 @@ from lib.society.data import CROSSOVER, LINEAGE, WORK, config_of, files_of, shar
 from lib.society.studies.skills.comparisons import chosen_agents, outcome, primary_table, secondary_table
 from lib.society.studies.skills.figures import studies
 from lib.society.studies.study.comparisons import paired
-from lib.core.stats import bounded_t_ci
+from lib.core.stats import MIN_PAIRED_N, bounded_t_ci
 
 BELOW, ON, ABOVE = "below", "on", "above"
 
@@ -127,7 +128,10 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
     one_shot = table[table["baseline"]]
     lines = []
     for _, r in table[~table["baseline"]].iterrows():
-        cheaper = one_shot[(one_shot["steps"] <= r["steps"]) & (one_shot["arm"].map(study) == study[r["arm"]])]
+        own = out[r["arm"]].dropna().index
+        need = min(len(own), MIN_PAIRED_N)  # a rival shares the design's seeds: as many as place it, or all it has
+        cheaper = one_shot[(one_shot["steps"] <= r["steps"]) & (one_shot["arm"].map(study) == study[r["arm"]])
+                           & one_shot["arm"].map(lambda a: a in out and len(out[a].dropna().index.intersection(own)) >= need)]
         rival = None if cheaper.empty else str(cheaper.sort_values("select", ascending=False, kind="stable")["arm"].iloc[0])
         res = paired(out[r["arm"]], out[rival]) if rival else {"n": 0, **dict.fromkeys(("a", "b", "diff", "lo", "hi",
                                                                                           "p"), np.nan)}
