@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lib.core.paths import REPO_ROOT
+from lib.core.stats import MIN_PAIRED_N
 from lib.society.arms import LINEAGE_PRIMARY
 from lib.society.studies.lineage import comparisons as lineage, tables
 from lib.society.studies.skills.comparisons import chosen_agents
@@ -61,7 +62,8 @@ LINEAGE_DOC = " ".join((REPO_ROOT / "docs" / "lineage.md").read_text().split()) 
 def test_the_page_says_of_strings_what_the_runs_show():
     """docs/lineage.md explains `continue`'s missing strings skill by selection: no strings founder is a parent of
     generation 1, and no agent of the two society designs after generation 0 scores above 0.1 on strings' novel
-    region; its chosen agent's lists novel accuracy is the study's highest. The runs must bear each claim out."""
+    region; its chosen agent's lists novel accuracy is the highest of the primary comparisons' five models. The
+    runs must bear each claim out."""
     d = lineage.load_data("cpu")
     if d is None or d["rows"] is None:
         pytest.skip("no lineage data at cpu scale")
@@ -83,7 +85,6 @@ def test_the_page_says_of_strings_what_the_runs_show():
 def test_a_rival_shares_enough_of_the_designs_seeds_to_place_it(placed):
     """A one-shot model run on a seed or two (a frontier point still running) is no rival for a design on 16: the
     rival shares at least as many seeds with the design as a bounded interval needs, or all the design has."""
-    from lib.core.stats import MIN_PAIRED_N
     d = lineage.load_data("cpu")
     seeds = d["everything"].groupby("arm")["seed"].nunique()
     for _, r in placed[placed["rival"].notna()].iterrows():
