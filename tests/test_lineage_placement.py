@@ -2,8 +2,6 @@
 (lib.society.studies.lineage.comparisons.placement; Fig. 3i, the README's words on compute)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -50,10 +48,9 @@ def test_the_verdict_phrase_says_what_the_primary_table_says(scale):
     if any(cells[9].startswith("none yet") for cells in lines):
         assert said.startswith("no verdict yet"), said
         return
-    groups = dict(re.findall(r"(wins|ties|losses): ([^;]*?)(?:;| \(Holm)", said))
+    groups = tables.verdict_groups(said)
     for cells in lines:
-        where = {"win": "wins", "tie": "ties", "loss": "losses"}[cells[9]]
-        assert f"{cells[0]} ({cells[1]})" in groups[where], (cells[1], said)
+        assert int(cells[0]) in groups[cells[9]] and f"{cells[0]} ({cells[1]})" in said, (cells[1], said)
 
 
 LINEAGE_DOC = " ".join((REPO_ROOT / "docs" / "lineage.md").read_text().split())  # words, not line breaks

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from lib.core.paths import REPO_ROOT
+from lib.society.studies.lineage.tables import verdict_groups
 from lib.society.studies.skills.tables import SUMMARY_SEEDS
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -108,9 +109,7 @@ def test_the_lineage_words_follow_its_verdicts_and_its_cost():
     said = _value("lineage-verdicts")
     if not said.startswith("wins:"):
         pytest.skip("the lineage study's primary comparisons are not all in")
-    groups = dict(re.findall(r"(wins|ties|losses): ([^;]*?)(?:;| \(Holm)", said))
-    is_ = {k: {int(n) for n in re.findall(r"(\d+) \(", groups[w])} for k, w in
-           (("win", "wins"), ("tie", "ties"), ("loss", "losses"))}
+    is_ = verdict_groups(said)
     words = " ".join(README.split())
     assert _said(words, {"end where `crossover` and distill-all end": {1, 2} <= is_["tie"],
                          "end above `crossover` and distill-all": {1, 2} <= is_["win"],

@@ -160,6 +160,12 @@ def _stamp(study: str, scale: str) -> tuple:
     return (str(folder), *sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)))
 
 
+def folder_states(scale: str, *studies: str) -> tuple:
+    """The state of each folder of ``studies`` at ``scale`` (its path, every file's name, size and change time): the
+    key under which what is read from them may be cached."""
+    return tuple(_stamp(s, scale) for s in studies)
+
+
 def _shard_rows(f: Path, study: str, manifest: dict | None) -> pd.DataFrame:
     """The checked rows of shard ``f`` in :data:`COLUMNS` (its ``experiment`` must be its folder's)."""
     part = read_shard(f, "generation", society.COLUMNS)

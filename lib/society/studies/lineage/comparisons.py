@@ -20,11 +20,13 @@ paired difference of the chosen agents' test accuracy places it *above* (the sig
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
 from lib.society.arms import FRONTIER, LINEAGE_PRIMARY, LINEAGE_SECONDARY, frontier_k, is_baseline
-from lib.society.data import CROSSOVER, LINEAGE, WORK, config_of, files_of, shard_work, society_rows
+from lib.society.data import CROSSOVER, LINEAGE, WORK, config_of, files_of, folder_states, shard_work, society_rows
 from lib.society.studies.skills.comparisons import chosen_agents, outcome, primary_table, secondary_table
 from lib.society.studies.skills.figures import studies
 from lib.society.studies.study.comparisons import paired
@@ -41,11 +43,18 @@ def load_data(scale: str) -> dict | None:
     runs per arm (where both hold it, the one with more seeds), for
     the compute table and chart (``study`` names each row's folder, ``pairing`` the folders that pair by seed: the
     study's own, or the earlier studies' joined as they paired them); the config's families; every shard's recorded
-    work (:func:`shard_work`). ``None``: no finished run at ``scale`` at all."""
+    work (:func:`shard_work`). ``None``: no finished run at ``scale`` at all. Read once per state of the folders
+    (every table and value of the study reads it)."""
     if config_of(LINEAGE, scale) is None:
         return None
-    own = society_rows(scale, LINEAGE, finished=True, required=False)
     before = studies(scale) if config_of(CROSSOVER, scale) else ()
+    got = _load(scale, before, folder_states(scale, LINEAGE, *before))
+    return None if got is None else dict(got)
+
+
+@lru_cache(maxsize=4)
+def _load(scale: str, before: tuple, _states: tuple) -> dict | None:
+    own = society_rows(scale, LINEAGE, finished=True, required=False)
     earlier = society_rows(scale, *before, finished=True, required=False) if before else None
     groups = [r.assign(pairing=" + ".join(fo)) for r, fo in ((own, (LINEAGE,)), (earlier, before)) if r is not None]
     if not groups:

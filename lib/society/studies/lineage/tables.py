@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import numpy as np
@@ -47,8 +48,18 @@ def lineage_verdicts(scale: str) -> str:
         target = max(preregistered_seeds(r, cfg) for _, r in t.iterrows())
         return f"no verdict yet ({int(t['n'].min())} of {target} seeds in)"
     parts = [f"{name}: " + (", ".join(f"{k + 1} ({t.comparison[k]})" for k in said.index[said == w]) or "none")
-             for w, name in (("win", "wins"), ("tie", "ties"), ("loss", "losses"))]
+             for w, name in VERDICT_WORDS.items()]
     return "; ".join(parts) + f" (Holm p < 0.05, on {int(t['n'].min())} seeds)"
+
+
+VERDICT_WORDS = {"win": "wins", "tie": "ties", "loss": "losses"}  # a verdict and its group in :func:`lineage_verdicts`
+
+
+def verdict_groups(said: str) -> dict[str, set[int]]:
+    """The primary comparisons' numbers under each verdict of a :func:`lineage_verdicts` phrase (``{"win": {..},
+    "tie": {..}, "loss": {..}}``), for the checks that read words against it."""
+    groups = dict(re.findall(r"(wins|ties|losses): ([^;]*?)(?:;| \(Holm)", said))
+    return {v: {int(n) for n in re.findall(r"(\d+) \(", groups.get(w, ""))} for v, w in VERDICT_WORDS.items()}
 
 
 def lineage_held(scale: str) -> str:
