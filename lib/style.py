@@ -179,21 +179,32 @@ LABEL_OFFSETS = ((5, 3), (5, -11), (5, 15), (5, -23), (-5, 3), (-5, -11), (5, 27
 def place_labels(ax, items, fontsize: float = 8) -> None:
     """Name points without overlap: each ``(x, y, text, colour)`` of ``items``, in order, takes the first offset of
     :data:`LABEL_OFFSETS` (points from its marker; a negative x ends the text left of it) whose box stays within
-    the axes' width and meets no label of this figure placed before it, else the first offset. Call it after the
-    figure's layout is set (boxes are measured where they are drawn)."""
+    the axes' width and meets no label of this figure placed before it; where none is free, the one within the
+    width that covers the least of those labels' area. Call it after the figure's layout is set (boxes are
+    measured where they are drawn)."""
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     boxes = _PLACED.setdefault(ax.figure, [])
-    fallback = len(LABEL_OFFSETS)
     for x, y, text, colour in items:
-        for k, (dx, dy) in enumerate((*LABEL_OFFSETS, LABEL_OFFSETS[0])):  # the last try: no offset was free
+        tried = []
+        for dx, dy in LABEL_OFFSETS:
             t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                             color=colour, ha="left" if dx > 0 else "right")
             box = t.get_window_extent(renderer)
-            if k == fallback or (frame.x0 <= box.x0 and box.x1 <= frame.x1 and not any(box.overlaps(b) for b in boxes)):
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
+            tried.append((not inside, sum(_overlap(box, b) for b in boxes), t, box))
+            if inside and tried[-1][1] == 0:
                 break
-            t.remove()
-        boxes.append(box)
+        best = min(tried, key=lambda c: c[:2])
+        for c in tried:
+            if c is not best:
+                c[2].remove()
+        boxes.append(best[3])
+
+
+def _overlap(a, b) -> float:
+    """The area (display units²) two boxes share."""
+    return max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0.0, min(a.y1, b.y1) - max(a.y0, b.y0))
 
 
 _PLACED = weakref.WeakKeyDictionary()  # figure -> the label boxes placed on it

@@ -481,3 +481,34 @@ def test_captions_say_which_axes_do_not_start_at_0():
                  "S3b_study_g_sweep", "S3g_study_elitism", "fig4b_program_final", "S1b_quality_diversity_tradeoff"):
         row = next(ln for ln in index.splitlines() if ln.startswith(f"| `{name}`"))
         assert "not start at 0" in row, name
+
+
+def test_named_points_get_labels_that_do_not_overlap():
+    """lib.style.place_labels: four names at one point and one at the right edge take free offsets, each box inside
+    the axes' width; with every offset taken, a label goes where it covers the least of the others."""
+    from lib import style
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    fig.canvas.draw()
+    style.place_labels(ax, [(5, 5, f"design {k}", "black") for k in range(4)] + [(9.9, 5, "at the edge", "black")])
+    boxes, frame = style._PLACED[fig], ax.get_window_extent(fig.canvas.get_renderer())
+    assert len(boxes) == 5 and len(ax.texts) == 5
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 for b in boxes)
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+    style.place_labels(ax, [(5, 5, f"crowded {k}", "black") for k in range(len(style.LABEL_OFFSETS))])
+    placed = list(style._PLACED[fig])
+    style.place_labels(ax, [(5, 5, "probe", "black")])
+    chosen = style._PLACED[fig][-1]
+    costs = []
+    for dx, dy in style.LABEL_OFFSETS:
+        t = ax.annotate("probe", (5, 5), xytext=(dx, dy), textcoords="offset points", fontsize=8,
+                        ha="left" if dx > 0 else "right")
+        box = t.get_window_extent(fig.canvas.get_renderer())
+        t.remove()
+        if frame.x0 <= box.x0 and box.x1 <= frame.x1:
+            costs.append(sum(style._overlap(box, b) for b in placed))
+    assert min(costs) > 0  # every offset is taken: the fallback is what is tested
+    assert sum(style._overlap(chosen, b) for b in placed) == pytest.approx(min(costs))
+    assert len(ax.texts) == 6 + len(style.LABEL_OFFSETS)
+    plt.close(fig)

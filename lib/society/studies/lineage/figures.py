@@ -75,7 +75,7 @@ def draw_accuracy_compute(rows, families, work):
         if col == "test":
             ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
         ax.set_xscale("log")
-        ax.set_xlim(right=t["steps"].max() * 2.5)  # room for the names right of the costliest designs
+        ax.set_xlim(right=t["steps"].max() * 4)  # room for the names right of the costliest designs
         ax.set_xlabel("LoRA optimizer steps per seed (log; founders included)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("chosen agent: test accuracy")
