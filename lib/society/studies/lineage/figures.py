@@ -98,8 +98,9 @@ PANELS = [
     Panel("fig3i_accuracy_compute", lambda d: draw_accuracy_compute(d["everything"], d["families"], d["work"]),
           "The lineage study: every society design (filled) and one-shot model (hollow) with a selection pool, "
           f"(a) the chosen agent's test accuracy (mean, {BOUNDED_T_CI}) and (b) the skills it holds, against the "
-          "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them). Dashed: "
-          "the one-shot frontier (distill-all and multitask trained for k founders' steps); dotted: the bare base. "
+          "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them). Grey "
+          "lines: the one-shot frontier (distill-all dashed, multitask dash-dotted, trained for k founders' steps); "
+          "dotted: the bare base. "
           "The y axis of (a) does not start at 0."),
 ]
 
