@@ -76,6 +76,22 @@ def lineage_secondary(scale: str) -> str:
     return NO_DATA if d is None or d["rows"] is None else secondary_markdown(lineage.secondary(d["rows"], d["families"]))
 
 
+def lineage_secondary_said(scale: str) -> str:
+    """The secondary comparisons in one phrase (README): each Δ = a − b with its sign-flip interval and raw p, and
+    the seeds they pair; while one is short of the pre-registered 8 seeds, how many are in."""
+    d = _data(scale)
+    t = None if d is None or d["rows"] is None else lineage.secondary(d["rows"], d["families"])
+    if t is None or t.empty:
+        return "not measured yet"
+    cfg = config_of(LINEAGE, scale)
+    lo, hi, target = int(t["n"].min()), int(t["n"].max()), min(preregistered_seeds(r, cfg) for _, r in t.iterrows())
+    if lo < target:
+        return f"not in yet ({lo}–{hi} of {target} seeds)"
+    said = [f"`{r.arm_a}` − `{r.arm_b}` {signed(r['diff'])} " + ("(one seed)" if r.n < 2 else f"{ci(r.lo, r.hi)}, "
+                                                                 f"p {p_text(r.p)}") for _, r in t.iterrows()]
+    return "; ".join(said) + f" (raw p, on {lo if lo == hi else f'{lo}–{hi}'} seed{'s' if hi > 1 else ''})"
+
+
 def lineage_skills(scale: str) -> str:
     """The study's own models beside the bare base: the chosen agent's test accuracy, each family's novel region,
     skills held and the run's cost (:func:`lib.society.studies.skills.comparisons.arm_summary`)."""
@@ -164,4 +180,5 @@ TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "
                                            "lineage-founder-selection": lineage_founder_selection,
                                            "lineage-skills": lineage_skills}
 VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier,
-                                           "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held}
+                                           "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held,
+                                           "lineage-secondary-said": lineage_secondary_said}
