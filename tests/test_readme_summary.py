@@ -125,3 +125,21 @@ def test_the_lineage_words_follow_its_verdicts_and_its_cost():
     compared = {arm for _, a, b in lineage.LINEAGE_PRIMARY for arm in (a, b)}
     steps = t[t["arm"].isin(compared)].set_index("arm")["steps"]
     assert "while spending more LoRA steps than any model it is compared with" in words and steps.idxmax() == "continue"
+
+
+def test_the_lineage_secondary_words_follow_its_secondary_table():
+    """Under the lineage study, each secondary comparison is said the way its sign-flip interval (which agrees with
+    its exact raw p) places it: "ends above" / "ties" / "ends below"; and the archive's lineage is said to hold two
+    skills only where its chosen agent does on most seeds."""
+    from lib.society.studies.lineage import comparisons as lineage
+    if _value("lineage-secondary-said").startswith(("not in yet", "not measured")):
+        pytest.skip("the lineage study's secondary comparisons are not all in")
+    d = lineage.load_data("cpu")
+    words = " ".join(README.split())
+    for _, r in lineage.secondary(d["rows"], d["families"]).iterrows():
+        a, b = f"`{r.arm_a}`", f"`{r.arm_b}`"
+        assert _said(words, {f"{a} ends above {b}": r.lo > 0, f"{a} ties {b}": r.lo <= 0 <= r.hi,
+                             f"{a} ends below {b}": r.hi < 0}), (r.arm_a, r.arm_b)
+    k, n = map(int, _value("lineage-archive-held").split()[:3:2])
+    assert _said(words, {"a continued lineage does accumulate": 2 * k > n,
+                         "even with the archive a lineage does not accumulate": 2 * k <= n})

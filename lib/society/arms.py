@@ -361,7 +361,7 @@ if not set(CROSSOVER_CANDIDATES) <= set(SPECS) or DISTILL_ALL not in SPECS:
 
 # The lineage study (configs/society_lineage/, pre-registered there): the same outcome as the skill-combining
 # study's; (label, a, b), a − b, Holm over the four.
-CONTINUE, LINEAGE_ONE_SHOT = "continue", "baseline_distill_all@lineage"
+CONTINUE, CONTINUE_ARCHIVE, LINEAGE_ONE_SHOT = "continue", "continue_archive", "baseline_distill_all@lineage"
 LINEAGE_PRIMARY = (
     ("continue − crossover", CONTINUE, "crossover"),
     ("continue − distill all", CONTINUE, DISTILL_ALL),
@@ -369,7 +369,7 @@ LINEAGE_PRIMARY = (
     ("continue − multitask", CONTINUE, MULTITASK),
 )
 LINEAGE_SECONDARY = (
-    ("continue_archive", CONTINUE, "the archive's elites among the teachers"),
+    (CONTINUE_ARCHIVE, CONTINUE, "the archive's elites among the teachers"),
     ("continue@higher", CONTINUE, "one candidate, from the higher-scored parent, instead of the screened better of two"),
     (CONTINUE, "baseline_continue_all", "a population of lineages against one founder continued as long"),
 )

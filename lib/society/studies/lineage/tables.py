@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from lib.society.arms import CONTINUE, label
+from lib.society.arms import CONTINUE, CONTINUE_ARCHIVE, label
 from lib.society.data import LINEAGE, config_of
 from lib.society.studies.lineage import comparisons as lineage
 from lib.society.studies.verdict.tables import founder_selection_markdown
@@ -62,12 +62,12 @@ def verdict_groups(said: str) -> dict[str, set[int]]:
     return {v: {int(n) for n in re.findall(r"(\d+) \(", groups.get(w, ""))} for v, w in VERDICT_WORDS.items()}
 
 
-def lineage_held(scale: str) -> str:
-    """On how many seeds ``continue``'s chosen agent holds at least two of the three skills."""
+def lineage_held(scale: str, arm: str = CONTINUE) -> str:
+    """On how many seeds ``arm``'s chosen agent holds at least two of the three skills."""
     d = _data(scale)
     if d is None or d["rows"] is None:
         return "not measured yet"
-    k, n = lineage.held_by_one(d["rows"], d["families"], CONTINUE)
+    k, n = lineage.held_by_one(d["rows"], d["families"], arm)
     return f"{k} of {n} seeds" if n else "not measured yet"
 
 
@@ -181,4 +181,5 @@ TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "
                                            "lineage-skills": lineage_skills}
 VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier,
                                            "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held,
-                                           "lineage-secondary-said": lineage_secondary_said}
+                                           "lineage-secondary-said": lineage_secondary_said,
+                                           "lineage-archive-held": lambda scale: lineage_held(scale, CONTINUE_ARCHIVE)}
