@@ -100,6 +100,8 @@ def test_the_words_on_compute_follow_the_placement_of_every_design():
               "some society designs sit above the one-shot frontier": above > 0,
               "no society design sits above the one-shot frontier": above == 0 and below < n}
     assert _said(README.split("## Quick start")[0], claims)
+    if "is the one society design on the one-shot frontier" in README:  # said of continue_archive's lineage
+        assert on == 1 and "the closest, `continue_archive`" in _value("lineage-frontier")
 
 
 def test_the_lineage_words_follow_its_verdicts_and_its_cost():

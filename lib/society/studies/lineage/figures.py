@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from lib import style
 from lib.core.stats import BOUNDED_T_CI
@@ -67,7 +68,7 @@ def draw_accuracy_compute(rows, families, work):
             colour = "black" if r["baseline"] else st["color"]
             if col == "test" and np.isfinite(r["lo"]):
                 ax.plot([r["steps"]] * 2, [r["lo"], r["hi"]], color=colour, lw=1.0, zorder=2, alpha=0.8)
-            on_line = r["k"] is not None
+            on_line = pd.notna(r["k"])  # k: NaN off the frontier (a float column)
             ax.plot([r["steps"]], [r[col]], marker=st["marker"], ms=4 if on_line else 7, color=colour,
                     mfc="white" if r["baseline"] else colour, ls="", zorder=3,
                     label=f"{arms.label(r['arm'])} (n={r['n']})" if r["baseline"] and not on_line and col == "test"
