@@ -10,6 +10,7 @@ from lib.society.studies.lineage.tables import verdict_groups
 from lib.society.studies.skills.tables import SUMMARY_SEEDS
 
 README = (REPO_ROOT / "README.md").read_text()
+WORDS = " ".join(README.split())  # the README's words, not its line breaks
 
 
 def _value(name: str) -> str:
@@ -112,21 +113,20 @@ def test_the_lineage_words_follow_its_verdicts_and_its_cost():
     if not said.startswith("wins:"):
         pytest.skip("the lineage study's primary comparisons are not all in")
     is_ = verdict_groups(said)
-    words = " ".join(README.split())
-    assert _said(words, {"end where `crossover` and distill-all end": {1, 2} <= is_["tie"],
+    assert _said(WORDS, {"end where `crossover` and distill-all end": {1, 2} <= is_["tie"],
                          "end above `crossover` and distill-all": {1, 2} <= is_["win"],
                          "end below `crossover` and distill-all": {1, 2} <= is_["loss"]})
-    assert _said(words, {"and below one-shot training at a lineage's steps": {3, 4} <= is_["loss"],
+    assert _said(WORDS, {"and below one-shot training at a lineage's steps": {3, 4} <= is_["loss"],
                          "and with one-shot training at a lineage's steps": {3, 4} <= is_["tie"]})
     answer = ("`continue` ends where `crossover` ends (1) and where one LoRA distilled once on generation 0's verified "
               "answers ends (2), and below one LoRA trained once on every generation's verified answers for a "
               "lineage's steps (3) and below multitask LoRA (4)")
-    assert answer in words and {1, 2} <= is_["tie"] and {3, 4} <= is_["loss"]
+    assert answer in WORDS and {1, 2} <= is_["tie"] and {3, 4} <= is_["loss"]
     d = lineage.load_data("cpu")
     t = lineage.compute_table(d["everything"], d["families"], None)
     compared = {arm for _, a, b in lineage.LINEAGE_PRIMARY for arm in (a, b)}
     steps = t[t["arm"].isin(compared)].set_index("arm")["steps"]
-    assert "while spending more LoRA steps than any model it is compared with" in words and steps.idxmax() == "continue"
+    assert "while spending more LoRA steps than any model it is compared with" in WORDS and steps.idxmax() == "continue"
 
 
 def test_the_lineage_secondary_words_follow_its_secondary_table():
@@ -137,11 +137,10 @@ def test_the_lineage_secondary_words_follow_its_secondary_table():
     if _value("lineage-secondary-said").startswith(("not in yet", "not measured")):
         pytest.skip("the lineage study's secondary comparisons are not all in")
     d = lineage.load_data("cpu")
-    words = " ".join(README.split())
     for _, r in lineage.secondary(d["rows"], d["families"]).iterrows():
         a, b = f"`{r.arm_a}`", f"`{r.arm_b}`"
-        assert _said(words, {f"{a} ends above {b}": r.lo > 0, f"{a} ties {b}": r.lo <= 0 <= r.hi,
+        assert _said(WORDS, {f"{a} ends above {b}": r.lo > 0, f"{a} ties {b}": r.lo <= 0 <= r.hi,
                              f"{a} ends below {b}": r.hi < 0}), (r.arm_a, r.arm_b)
     k, n = map(int, _value("lineage-archive-held").split()[:3:2])
-    assert _said(words, {"a continued lineage does accumulate": 2 * k > n,
+    assert _said(WORDS, {"a continued lineage does accumulate": 2 * k > n,
                          "even with the archive a lineage does not accumulate": 2 * k <= n})
