@@ -1,4 +1,5 @@
-"""The README's summary of the society says in words what its one society table shows: a test reads both."""
+"""The README's summary of the society says in words what its one society table shows (docs/designs.md): a
+test reads both."""
 from __future__ import annotations
 
 import re
@@ -10,6 +11,7 @@ from lib.society.studies.lineage.tables import verdict_groups
 from lib.society.studies.skills.tables import SUMMARY_SEEDS
 
 README = (REPO_ROOT / "README.md").read_text()
+DESIGNS = (REPO_ROOT / "docs" / "designs.md").read_text()  # the society table the summary speaks of
 WORDS = " ".join(README.split())  # the README's words, not its line breaks
 
 
@@ -19,7 +21,7 @@ def _value(name: str) -> str:
 
 def _designs() -> dict[str, dict]:
     """The society table: per model, its seeds and the chosen agent's mean and 95 % interval."""
-    block = re.search(r"<!-- table:society-designs cpu -->\n(.*?)<!-- /table:society-designs -->", README, re.S)[1]
+    block = re.search(r"<!-- table:society-designs cpu -->\n(.*?)<!-- /table:society-designs -->", DESIGNS, re.S)[1]
     out = {}
     for line in block.split("\n\n")[0].splitlines()[2:]:  # the ranked table; the population-only one follows
         cells = [c.strip() for c in line.strip("|").split("|")]
