@@ -43,6 +43,7 @@ RUNNERS = {
     "tool_mutation": "lib.tool_mutation.mutator",
     "llm_society": "lib.society.run",
     "llm_society_v2": "lib.society.run",
+    "llm_climb": "lib.society.climb.run",
 }
 
 

@@ -64,10 +64,15 @@ def _arith(rng: np.random.Generator, hard: bool) -> tuple[str, str]:
 _MAKERS = {"lists": _lists, "strings": _strings, "arith": _arith}
 
 
-def iter_tasks(family: str, seed: int, hard: bool = False) -> Iterator[Task]:
-    """The endless task stream of ``(family, seed, hard)``: draws from ``numpy.random.default_rng(seed)``."""
+def iter_tasks(family: str, seed: int, hard: bool = False, rung: int = 0) -> Iterator[Task]:
+    """The endless task stream of ``(family, seed, hard)``: draws from ``numpy.random.default_rng(seed)``;
+    ``rung`` > 0: the stream of that rung of the ladder (:func:`rung_task`) instead."""
     check_family(family)
     rng = np.random.default_rng(seed)
+    if rung:
+        check_rung(rung)
+        while True:
+            yield Task(family, *_RUNG_MAKERS[family](rng, rung))
     make = _MAKERS[family]
     while True:
         yield Task(family, *make(rng, hard))
@@ -104,6 +109,57 @@ def region(task: Task) -> str:
     if task.family == "arith" and task.prompt.count("+") == 1 and "-" not in task.prompt:
         return "novel" if int(task.answer) >= 120 else "familiar"
     return "familiar"
+
+
+# ----------------------------------------------------------------------------- the ladder past the novel region
+
+RUNGS = (1, 2)  # rung 0 is the easy level itself (familiar + novel regions)
+
+
+def check_rung(rung: int) -> int:
+    if rung not in RUNGS:
+        raise ValueError(f"unknown rung {rung!r}; the ladder's rungs are {list(RUNGS)} (0: the easy level)")
+    return rung
+
+
+def _lists_rung(rng: np.random.Generator, rung: int) -> tuple[str, str]:
+    xs = rng.integers(0, 10, size=5 + rung).tolist()
+    return "sort " + " ".join(map(str, xs)) + " =", " ".join(map(str, sorted(xs)))
+
+
+def _strings_rung(rng: np.random.Generator, rung: int) -> tuple[str, str]:
+    s = "".join("abcdefghij"[j] for j in rng.integers(0, 10, size=5 + rung))
+    return f"rev {s} =", s[::-1]
+
+
+def _arith_rung(rng: np.random.Generator, rung: int) -> tuple[str, str]:
+    a = int(rng.integers(100 * rung, 100 * rung + 100))
+    b = int(rng.integers(0, 100))
+    return f"add {a}+{b} =", str(a + b)
+
+
+_RUNG_MAKERS = {"lists": _lists_rung, "strings": _strings_rung, "arith": _arith_rung}
+
+
+def rung_tasks(family: str, rung: int, n: int, seed: int) -> list[Task]:
+    """``n`` tasks of rung ``rung`` of ``family`` (the first ``n`` of its stream; prefix-stable)."""
+    return list(islice(iter_tasks(family, seed, rung=rung), n))
+
+
+def rung_of(task: Task) -> int:
+    """The rung of the ladder ``task`` sits on: 0 for the easy level (sorting 3–5 digits, reversing 3–5
+    letters a–j, sums of two numbers 0–99), ``r`` for one ``r`` steps past its novel region — sorting
+    ``5 + r`` digits, reversing ``5 + r`` letters a–j, ``a + b`` with ``a`` in ``[100 r, 100 r + 99]`` and
+    ``b`` in 0–99. The base is pre-trained on none of it and no founder is trained on it: a rung is what a
+    population must climb to. Written with or without spaces between letters (the task forms)."""
+    if task.family == "lists":
+        return max(0, len(task.prompt.removeprefix("sort ").removesuffix(" =").split()) - 5)
+    if task.family == "strings":
+        return max(0, len(task.prompt.removeprefix("rev ").removesuffix(" =").replace(" ", "")) - 5)
+    if task.family == "arith" and task.prompt.count("+") == 1 and "-" not in task.prompt:
+        a = int(task.prompt.removeprefix("add ").split("+")[0])
+        return a // 100
+    return 0
 
 
 FORMS = ("plain", "spaced")

@@ -31,6 +31,10 @@ SELECTIONS = ("qd", "top", "niche", "lexicase")  # lib.society.generation.select
 # fresh LoRA (crossover) or as a repair of the screened merge (repair) or as one parent's LoRA trained further
 # (continue); "gold" is crossover's control (@gold)
 INHERITS = ("distill", "verified", "merge", "crossover", "repair", "gold", "continue")
+# the climb (lib.society.climb, configs/society_climb/): which sampled answers join the learners' data — those the
+# verifier accepts, those a vote keeps (a population's: at least vote_m agents; one learner's: the same share of its
+# own samples), none (the one-shot baseline on the hints), the gold answers of the climb prompts (the ceiling)
+CLIMB_DATA = ("verifier", "vote", "hints", "gold")
 MERGE_KINDS = ("exact", "linear", "sum", "ties")  # lib.society.generation.MERGES
 
 
@@ -63,6 +67,8 @@ class ArmSpec:
     added: bool = False            # added after its study's pre-registration (secondary, never "best")
     one_shot: bool = False         # a baseline that is a one-shot merge of the founders (not trained)
     archive: bool = False          # teachers include a per-cell archive of elites (lib.society.crossover.Archive)
+    climb: str | None = None       # a climb arm (lib.society.climb): what its learners' new data is, CLIMB_DATA
+    single: bool = False           # climb: one learner with the population's samples and steps, not a population
 
     @property
     def base(self) -> str:
@@ -127,6 +133,27 @@ ARMS: tuple[ArmSpec, ...] = (
     ArmSpec("continue_archive", "secondary", "continue; the teachers also include the archive's elite of every "
             "cell neither parent is above the base on", "population-based training with MAP-Elites' elites as teachers",
             Look(X["ochre"], "P"), merge=None, inherit="continue", budget="matched", archive=True),
+    # the climb's designs (configs/society_climb/): past the founders, up a ladder of harder rungs (lib.society.climb)
+    ArmSpec("climb", "primary", "a population climbs a rung: every agent samples answers to fresh prompts of the "
+            "rung, the verified ones are kept, grounded selection picks parents, each child continues a parent's LoRA "
+            "on the kept answers with replay", "expert iteration / ReST-EM (Singh et al. 2024) in a population",
+            Look(B["green"], "*"), merge=None, inherit="continue", climb="verifier"),
+    ArmSpec("climb_vote", "primary", "climb without a verifier anywhere in the loop: an answer is kept where at least "
+            "vote_m agents give it, selection by conformity", "a population's vote as the filter (Lee et al. 2025)",
+            Look(X["dark_red"], "v"), grounded=False, merge=None, inherit="continue", climb="vote"),
+    ArmSpec("climb_single", "primary", "one learner with the verifier, the population's samples and LoRA steps",
+            "expert iteration at equal samples, verifier calls and steps", Look(X["ochre"], "o"), merge=None,
+            diversity=False, inherit="continue", climb="verifier", single=True),
+    ArmSpec("climb_single_vote", "primary", "one learner without a verifier, keeping an answer where its own samples "
+            "agree (self-consistency), at the same samples and steps", "self-consistency filtering (Huang et al. 2023)",
+            Look(X["pear"], "D"), grounded=False, merge=None, diversity=False, inherit="continue", climb="vote",
+            single=True),
+    ArmSpec("baseline_hints", "baseline", "one LoRA on distill-all's data and the hints, for a climbing population's "
+            "steps (no climbing)", "one-shot training on what was given", Look(M["rose"], "h", "hints, one-shot"),
+            climb="hints", single=True),
+    ArmSpec("baseline_gold_climb", "baseline", "as baseline_hints, plus every round's climb prompts with their gold "
+            "answers (the ceiling)", "supervised training on the rung", Look(M["sand"], "X", "gold climb data"),
+            climb="gold", single=True),
     # named variants with a role or look of their own
     ArmSpec("full@matched", "primary", "each child trains as long as a founder",
             "distillation at a founder's budget", Look(B["green"], "8")),
@@ -167,15 +194,17 @@ ARMS: tuple[ArmSpec, ...] = (
 )
 del B, M, V, X
 SPECS: dict[str, ArmSpec] = {a.name: a for a in ARMS}
+CLIMB_ARMS = tuple(a.name for a in ARMS if a.climb)  # the climb's own loop (lib.society.climb), not the society's
 if len(SPECS) != len(ARMS):
     raise RuntimeError("lib.society.arms: an arm is declared twice")
 
 # ----------------------------------------------------------------------------- derived names
 
 REFERENCE = next(a.name for a in ARMS if a.role == "reference" and "@" not in a.name)  # "full"
-BASE_ARMS = tuple(a.name for a in ARMS if "@" not in a.name and not a.is_baseline)    # runnable evolving arms
+BASE_ARMS = tuple(a.name for a in ARMS if "@" not in a.name and not a.is_baseline  # runnable evolving arms
+                  and not a.climb)
 SEED_ARMS = tuple(a.name for a in ARMS if a.seed_arm)                                 # v1: the seed's four
-BASELINES = tuple(a.name for a in ARMS if a.is_baseline)
+BASELINES = tuple(a.name for a in ARMS if a.is_baseline and not a.climb)  # the society's (lib.society.baselines)
 ONE_SHOT = tuple(a.name for a in ARMS if a.one_shot)
 MULTITASK = next(a for a in BASELINES if a not in ONE_SHOT)
 ADDED_AFTER_PREREGISTRATION = tuple(a.name for a in ARMS if a.added and "@" in a.name)
@@ -375,6 +404,20 @@ LINEAGE_SECONDARY = (
 )
 if not {a for _, a, b in LINEAGE_PRIMARY} | {b for _, a, b in LINEAGE_PRIMARY} <= set(SPECS):
     raise RuntimeError("lib.society.arms: the lineage study names an arm missing from ARMS")
+
+# The climb (configs/society_climb/, pre-registered there). Outcome: the chosen agent's (a single learner's one
+# model's) test accuracy on the climbed rung, mean over the families, after the last round; paired by seed, Holm
+# over the four.
+CLIMB, CLIMB_VOTE, CLIMB_SINGLE, CLIMB_SINGLE_VOTE, CLIMB_HINTS = (
+    "climb", "climb_vote", "climb_single", "climb_single_vote", "baseline_hints")
+CLIMB_PRIMARY = (
+    ("climb − climb_single", CLIMB, CLIMB_SINGLE),
+    ("climb_vote − climb_single_vote", CLIMB_VOTE, CLIMB_SINGLE_VOTE),
+    ("climb − climb_vote", CLIMB, CLIMB_VOTE),
+    ("climb − hints, one-shot", CLIMB, CLIMB_HINTS),
+)
+if not {x for _, a, b in CLIMB_PRIMARY for x in (a, b)} <= set(CLIMB_ARMS):
+    raise RuntimeError("lib.society.arms: the climb names an arm missing from ARMS")
 
 # the first verdict (configs/society/, pre-registered there): (label, other), full − other, Holm over the
 # three; the best one-shot merge is chosen on val there

@@ -1,0 +1,81 @@
+"""Sampling at a temperature whose every sample is a function of (seed, agent, prompt, sample index) only.
+
+A sampled answer must not change when the batch it is decoded in changes (other prompts, other agents, another
+batch size, a resumed run), or a population's samples would depend on how many agents share a call. So the
+randomness is tied to the row, not to the call:
+
+- each row (agent ``a``, prompt ``p``, sample ``j`` of run seed ``s``) has a key, the BLAKE2b-64 hash of
+  ``"s|a|p|j"`` (:func:`row_key`, machine-independent);
+- the key seeds a ``torch.Generator`` (Mersenne Twister, CPU) that draws the row's uniform noise
+  ``U`` of shape (new tokens × vocabulary) up front;
+- at decode step ``t`` the next token is ``argmax_v(logits_v / T + G_tv)`` with ``G = −log(−log U)``: the
+  Gumbel-max trick, an exact draw from ``softmax(logits / T)`` (Gumbel 1954; Maddison et al. 2014).
+
+The logits come from the same prefill and KV-cached decode as the greedy path (:func:`lib.engines.folded.
+greedy_decode`); a sample can differ between batchings only where float rounding of the logits moves a
+near-tie of the noisy scores, which ``tests/test_climb.py`` checks does not happen on the tiny base.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Sequence
+
+from lib.engines.folded import shared_prefill
+from lib.engines.generate import Counter
+
+
+def row_key(seed: int, agent: str, prompt: str, j: int) -> int:
+    """The 63-bit key of sample ``j`` of ``agent`` on ``prompt`` in a run of ``seed``."""
+    blob = f"{int(seed)}|{agent}|{prompt}|{int(j)}".encode()
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "big") >> 1
+
+
+def gumbel_noise(keys: Sequence[int], steps: int, vocab: int):
+    """``G`` (rows × steps × vocab): standard Gumbel noise, row ``i`` drawn from a generator seeded by ``keys[i]``."""
+    import torch
+    out = torch.empty(len(keys), steps, vocab)
+    g = torch.Generator()
+    for i, k in enumerate(keys):
+        g.manual_seed(int(k))
+        out[i] = torch.rand(steps, vocab, generator=g)
+    tiny = torch.finfo(out.dtype).tiny
+    return -torch.log(-torch.log(out.clamp_(min=tiny, max=1.0 - 1e-7)))
+
+
+def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperature: float, max_new_tokens: int,
+                  eos: int, pad: int, counter: Counter | None = None, route: Callable | None = None):
+    """Sampled continuations of the prompts ``enc`` (token lists), row ``i`` with the noise of ``keys[i]``;
+    shape ``(rows, max_new_tokens)`` on the CPU, ``pad`` after EOS. As :func:`lib.engines.folded.greedy_decode`
+    (shared prefill, KV cache, finished rows dropped), with the next token ``argmax(logits / T + G)``."""
+    import torch
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 (greedy decoding is lib.engines.folded.greedy_decode), got "
+                         f"{temperature}")
+    rows, dev = len(enc), next(model.parameters()).device
+    out = torch.full((rows, max_new_tokens), pad, dtype=torch.long, device=dev)
+    alive = torch.arange(rows, device=dev)
+    cache, logits, att = shared_prefill(model, enc, pad=pad, route=route)
+    noise = gumbel_noise(keys, max_new_tokens, logits.shape[-1]).to(dev)
+    steps, finished = 0, torch.zeros(rows, dtype=torch.bool, device=dev)
+    for step in range(max_new_tokens):
+        nxt = (logits.float() / temperature + noise[alive, step]).argmax(-1)
+        live = ~finished
+        out[alive[live], step] = nxt[live]
+        steps += int(live.sum())
+        finished = finished | (nxt == eos)
+        if step == max_new_tokens - 1 or bool(finished.all()):
+            break
+        if int(finished.sum()) * 8 >= len(finished):
+            idx = (~finished).nonzero().squeeze(1)
+            alive, nxt, att, finished = alive[idx], nxt[idx], att[idx], finished[idx]
+            cache.batch_select_indices(idx)
+        att = torch.cat([att, att.new_ones((att.shape[0], 1))], 1)
+        if route is not None:
+            route(alive)
+        logits = model(input_ids=nxt[:, None], attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
+    if counter is not None:
+        done = out == eos
+        n_new = torch.where(done.any(1), done.int().argmax(1) + 1, out.shape[1])
+        counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps,
+                samples=rows)
+    return out.cpu()
