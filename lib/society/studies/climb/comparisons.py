@@ -1,0 +1,150 @@
+"""The climb (``configs/society_climb/``): can a population make verified knowledge that no founder holds, and does
+grounding matter there?
+
+Outcome (pre-registered in the config): per (arm, seed) the test accuracy on the climbed rung (``test_rung<r>``: the
+three families' test items of that rung, equal counts) of the **chosen agent** — after the last round, the learner
+with the highest accuracy on the rung's selection pool (``select_rung``; ties: the lowest index); a single learner's
+or a one-shot baseline's one model — paired by seed; the exact sign-flip p and its inverted interval
+(:func:`lib.society.studies.study.comparisons.paired`), Holm's correction over the four comparisons of
+:data:`lib.society.arms.CLIMB_PRIMARY`.
+
+The curve (:func:`curve`): the chosen agent of every round (chosen the same way among that round's learners). The
+compute (:func:`compute_table`): per arm and seed, samples drawn, loop verifier calls, LoRA optimizer steps (founders
+and generalists included) from the cost rows, tokens trained and generated from the progress files.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lib.core.paths import config_path, data_dir
+from lib.core.rows import read_progress, shard_path
+from lib.core.stats import bounded_t_ci
+from lib.society.arms import CLIMB_PRIMARY, order
+from lib.society.climb.config import config_of
+from lib.society.climb.run import load_rows
+from lib.society.studies.study.comparisons import paired, with_holm
+
+CLIMB = "society_climb"
+
+
+def load_data(scale: str) -> dict | None:
+    """``{"rows", "cfg", "work"}``: the finished runs (every round on disk) of ``data/<scale>/society_climb/``, its
+    config, each shard's recorded work; ``None`` without a config or a finished run."""
+    if not config_path(CLIMB, scale).is_file():
+        return None
+    cfg = config_of(CLIMB, scale)
+    rows = load_rows(cfg, data_dir(scale, CLIMB))
+    if rows.empty:
+        return None
+    last = rows.groupby(["arm", "seed"])["generation"].transform("max")
+    rows = rows[last == cfg.rounds]
+    return None if rows.empty else {"rows": rows, "cfg": cfg, "work": shard_work(cfg, data_dir(scale, CLIMB), rows)}
+
+
+def learners(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (arm, seed, round, learner) with its metrics as columns."""
+    d = rows[rows["agent"] >= 0]
+    w = d.pivot_table(index=["arm", "seed", "generation", "agent"], columns="metric", values="value", aggfunc="first")
+    w.columns.name = None
+    return w.reset_index()
+
+
+def chosen(rows: pd.DataFrame, *, every_round: bool = False) -> pd.DataFrame:
+    """The chosen learner per (arm, seed) at the last round (``every_round``: at every round): the highest
+    ``select_rung``, ties to the lowest index."""
+    w = learners(rows).sort_values(["arm", "seed", "generation", "agent"])
+    if not every_round:
+        w = w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
+    pick = w.loc[w.groupby(["arm", "seed", "generation"])["select_rung"].idxmax()]
+    return pick.reset_index(drop=True)
+
+
+def outcome(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """Index ``seed``, a column per arm: the chosen agent's test accuracy on the climbed rung."""
+    return chosen(rows).pivot(index="seed", columns="arm", values=f"test_rung{rung}")
+
+
+def primary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """The four pre-registered comparisons (a − b on the outcome): ``comparison, arm_a, arm_b, n, a_acc, b_acc,
+    diff, lo, hi, p, p_holm``."""
+    out = outcome(rows, rung)
+    none = pd.Series(dtype=float)
+    lines = []
+    for label, a, b in CLIMB_PRIMARY:
+        r = paired(out[a] if a in out else none, out[b] if b in out else none)
+        lines.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
+                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+    return with_holm(pd.DataFrame(lines))
+
+
+def arm_table(rows: pd.DataFrame, rung: int, families) -> pd.DataFrame:
+    """Per arm: seeds, the chosen agent's climbed-rung accuracy (mean, 95 % t-interval within [0, 1]), per family,
+    the next rung's, the easy level's (forgetting: ``test_overall``) and the start's (round 0's chosen learner)."""
+    ch = chosen(rows)
+    start = chosen(rows, every_round=True)
+    start = start[start["generation"] == 0].set_index(["arm", "seed"])[f"test_rung{rung}"]
+    lines = []
+    for arm in order(ch["arm"].unique()):
+        g = ch[ch["arm"] == arm]
+        m, lo, hi = bounded_t_ci(g[f"test_rung{rung}"]) if len(g) > 1 else (float(g[f"test_rung{rung}"].mean()),
+                                                                              np.nan, np.nan)
+        s0 = start.reindex(list(zip(g["arm"], g["seed"])))
+        lines.append({"arm": arm, "n": len(g), "rung": m, "lo": lo, "hi": hi,
+                      **{f: float(g[f"test_{f}_rung{rung}"].mean()) for f in families},
+                      "next": float(g.get(f"test_rung{rung + 1}", pd.Series(dtype=float)).mean()),
+                      "easy": float(g["test_overall"].mean()), "start": float(s0.mean())})
+    return pd.DataFrame(lines)
+
+
+def curve(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """Per arm and round: the chosen agent's climbed-rung test accuracy over seeds (mean, 95 % t-interval, n)."""
+    ch = chosen(rows, every_round=True)
+    out = []
+    for (arm, t), g in ch.groupby(["arm", "generation"]):
+        v = g[f"test_rung{rung}"].dropna()
+        m, lo, hi = bounded_t_ci(v) if len(v) > 1 else (float(v.mean()), np.nan, np.nan)
+        out.append({"arm": arm, "round": int(t), "n": len(v), "mean": m, "lo": lo, "hi": hi})
+    return pd.DataFrame(out)
+
+
+def kept(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per arm and round: answers kept (mean over seeds) and the share of them that is wrong (mean over seeds)."""
+    d = rows[rows["metric"].isin(["kept_n", "kept_wrong_share"])]
+    return d.pivot_table(index=["arm", "generation"], columns="metric", values="value", aggfunc="mean").reset_index()
+
+
+def shard_work(cfg, folder, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, seed) of ``rows``: tokens trained and generated as the progress file recorded them (every phase,
+    the founders' and generalists' where this shard trained them: they are the seed's, counted once per seed
+    below)."""
+    out = []
+    for (arm, seed) in rows[["arm", "seed"]].drop_duplicates().itertuples(index=False):
+        info = read_progress(shard_path(folder, arm, int(seed))) or {}
+        line = {"arm": arm, "seed": int(seed), "train_tokens": 0, "gen_tokens": 0, "start_train_tokens": 0}
+        for gen in info.get("gen_counts", []):
+            for phase, work in gen.items():
+                if isinstance(work, dict):
+                    key = "start_train_tokens" if phase in ("founders", "generalists") else "train_tokens"
+                    line[key] += work.get("train_tokens", 0)
+                    line["gen_tokens"] += work.get("gen_tokens", 0) if phase not in ("founders", "generalists") else 0
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def compute_table(rows: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
+    """Per arm, the mean per seed of: samples drawn, loop verifier calls, LoRA optimizer steps (founders and
+    generalists included), tokens trained in the rounds and tokens generated (evaluation and sampling)."""
+    cost = rows[rows["metric"].str.startswith("cost_")].pivot_table(index=["arm", "seed"], columns="metric",
+                                                                  values="value", aggfunc="first")
+    w = cost.join(work.set_index(["arm", "seed"]), how="left") if not work.empty else cost
+    lines = []
+    for arm in order(w.index.get_level_values("arm").unique()):
+        g = w.loc[arm]
+        lines.append({"arm": arm, "n": len(g), **{k.removeprefix("cost_"): float(g[k].mean()) for k in
+                                                 ("cost_samples", "cost_verifier_calls", "cost_train_steps")},
+                      **{k: float(g[k].mean()) for k in ("train_tokens", "gen_tokens") if k in g}})
+    return pd.DataFrame(lines)
+
+
+__all__ = ["CLIMB", "arm_table", "chosen", "compute_table", "curve", "kept", "load_data", "outcome", "primary"]
