@@ -19,7 +19,9 @@ from lib.core.tasks import FAMILIES, RUNGS, Task, make_tasks, rung_of, rung_task
 from lib.society.climb import keep
 from lib.society.climb.config import load_file, validate_config
 from lib.society.climb.ladder import EVALUATION, TRAINING, audit, ladder_for, overlaps
-from lib.society.pools import pretrain_tasks
+from lib.society.pools import part_of, pretrain_tasks
+
+PART = {"hints": "founders", "climb": "children", "rung_val": "val", "rung_select": "val", "inheritance_t": "children"}
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE, CPU = ROOT / "configs/society_climb/smoke.yaml", ROOT / "configs/society_climb/cpu.yaml"
@@ -55,6 +57,10 @@ def test_no_evaluation_prompt_of_any_seed_is_in_a_training_pool(path):
         assert overlaps(pools) == {}, seed
         assert {k for k in pools if k.startswith(TRAINING)} >= {"hints", "inheritance_t0", "climb_r1"}
         assert {"rung_val", "rung_select", "rung1_test", "test", "val", "selection"} <= set(pools) & set(EVALUATION)
+        for name, prompts in pools.items():  # each ladder pool lies in its part of the task space
+            part = PART.get(name.rstrip("0123456789").removesuffix("_r"), "test" if name.endswith("_test") else None)
+            if part and name not in ("val", "test", "selection", "screening"):
+                assert {part_of(Task("x", p, "")) for p in prompts} == {part}, (seed, name)
         lad = ladder_for(cfg, seed)
         assert [len(p) for p in lad.climb] == [cfg.n_climb * len(cfg.families)] * cfg.rounds
         climbed = [x.prompt for p in lad.climb for x in p]
@@ -160,15 +166,15 @@ def tiny():
 
 
 def test_a_sample_depends_on_seed_agent_prompt_and_index_only_not_on_the_batch(tiny):
-    from lib.engines.folded import FoldedAgents
+    from lib.engines.sample import SamplingAgents
     prompts = [x.prompt for f in FAMILIES for x in rung_tasks(f, 1, 8, seed=3) + make_tasks(f, 4, seed=4)]
-    small = FoldedAgents(tiny, hard=True, batch_size=7)
-    big = FoldedAgents(tiny, hard=True, batch_size=4096)
+    small = SamplingAgents(tiny, hard=True, batch_size=7)
+    big = SamplingAgents(tiny, hard=True, batch_size=4096)
     a = small.sample([small.BASE], prompts, 5, temperature=2.0, seed=1)[0]
     b = big.sample([big.BASE], prompts[::-1] + prompts[:9], 5, temperature=2.0, seed=1)[0][:len(prompts)][::-1]
     assert a == b
     assert sum(len(set(s)) > 1 for s in a) >= len(prompts) // 2, "samples at T = 2 should vary"
-    again = FoldedAgents(tiny, hard=True, batch_size=64).sample([big.BASE], prompts, 5, temperature=2.0, seed=1)[0]
+    again = SamplingAgents(tiny, hard=True, batch_size=64).sample([big.BASE], prompts, 5, temperature=2.0, seed=1)[0]
     assert again == a
     other = small.sample([small.BASE], prompts, 5, temperature=2.0, seed=2)[0]
     assert other != a

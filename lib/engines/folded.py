@@ -311,30 +311,3 @@ class FoldedAgents(FactorAgents):
             self._answers[key] = texts
             outs.append(list(texts))
         return outs
-
-    def sample(self, names: Sequence[str], prompts: Sequence[str], k: int, *, temperature: float,
-               seed: int) -> list[list[list[str]]]:
-        """``outs[i][j]``: ``k`` samples of agent ``names[i]`` on ``prompts[j]`` at ``temperature``, sample ``m``
-        a function of ``(seed, names[i], prompts[j], m)`` only (:mod:`lib.engines.sample`): an agent's
-        ``k`` samples of every prompt are decoded in shared batches (rows sorted by prompt length, a prompt's
-        samples side by side, so its prefix is computed once)."""
-        import torch
-        from lib.engines.sample import row_key, sample_decode
-        base = self.base
-        mnt = base.max_new_tokens(self.hard)
-        enc = [base.prompt_ids(p) for p in prompts]
-        rows = [(j, m) for j in sorted(range(len(enc)), key=lambda q: (len(enc[q]), q)) for m in range(k)]
-        chunks = [rows[s:s + self.batch_size] for s in range(0, len(rows), self.batch_size)]
-        outs = []
-        for name in names:
-            texts = [[""] * k for _ in prompts]
-            with self.folded(name), self._bare(), torch.inference_mode():
-                for chunk in chunks:
-                    keys = [row_key(seed, name, prompts[j], m) for j, m in chunk]
-                    new = sample_decode(base.model, [enc[j] for j, _ in chunk], keys, temperature=temperature,
-                                        max_new_tokens=mnt, eos=base.tok.eos_token_id, pad=base.tok.pad_token_id,
-                                        counter=self.counter)
-                    for (j, m), t in zip(chunk, decode_new(base, new)):
-                        texts[j][m] = t
-            outs.append(texts)
-        return outs

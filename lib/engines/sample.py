@@ -11,6 +11,9 @@ randomness is tied to the row, not to the call:
 - at decode step ``t`` the next token is ``argmax_v(logits_v / T + G_tv)`` with ``G = −log(−log U)``: the
   Gumbel-max trick, an exact draw from ``softmax(logits / T)`` (Gumbel 1954; Maddison et al. 2014).
 
+:class:`SamplingAgents` are the folded engine's agents (:class:`lib.engines.folded.FoldedAgents`) that also sample
+(:meth:`SamplingAgents.sample`); the climb makes them with :func:`make_sampling_agents`.
+
 The logits come from the same prefill and KV-cached decode as the greedy path (:func:`lib.engines.folded.
 greedy_decode`); a sample can differ between batchings only where float rounding of the logits moves a
 near-tie of the noisy scores, which ``tests/test_climb.py`` checks does not happen on the tiny base.
@@ -18,10 +21,10 @@ near-tie of the noisy scores, which ``tests/test_climb.py`` checks does not happ
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Sequence
+from typing import Sequence
 
-from lib.engines.folded import shared_prefill
-from lib.engines.generate import Counter
+from lib.engines.folded import FoldedAgents, shared_prefill
+from lib.engines.generate import Counter, decode_new
 
 
 def row_key(seed: int, agent: str, prompt: str, j: int) -> int:
@@ -43,7 +46,7 @@ def gumbel_noise(keys: Sequence[int], steps: int, vocab: int):
 
 
 def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperature: float, max_new_tokens: int,
-                  eos: int, pad: int, counter: Counter | None = None, route: Callable | None = None):
+                  eos: int, pad: int, counter: Counter | None = None):
     """Sampled continuations of the prompts ``enc`` (token lists), row ``i`` with the noise of ``keys[i]``;
     shape ``(rows, max_new_tokens)`` on the CPU, ``pad`` after EOS. As :func:`lib.engines.folded.greedy_decode`
     (shared prefill, KV cache, finished rows dropped), with the next token ``argmax(logits / T + G)``."""
@@ -54,7 +57,7 @@ def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperatu
     rows, dev = len(enc), next(model.parameters()).device
     out = torch.full((rows, max_new_tokens), pad, dtype=torch.long, device=dev)
     alive = torch.arange(rows, device=dev)
-    cache, logits, att = shared_prefill(model, enc, pad=pad, route=route)
+    cache, logits, att = shared_prefill(model, enc, pad=pad)
     noise = gumbel_noise(keys, max_new_tokens, logits.shape[-1]).to(dev)
     steps, finished = 0, torch.zeros(rows, dtype=torch.bool, device=dev)
     for step in range(max_new_tokens):
@@ -70,8 +73,6 @@ def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperatu
             alive, nxt, att, finished = alive[idx], nxt[idx], att[idx], finished[idx]
             cache.batch_select_indices(idx)
         att = torch.cat([att, att.new_ones((att.shape[0], 1))], 1)
-        if route is not None:
-            route(alive)
         logits = model(input_ids=nxt[:, None], attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
     if counter is not None:
         done = out == eos
@@ -79,3 +80,40 @@ def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperatu
         counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps,
                 samples=rows)
     return out.cpu()
+
+
+class SamplingAgents(FoldedAgents):
+    """:class:`lib.engines.folded.FoldedAgents` that also sample at a temperature (:meth:`sample`)."""
+
+    def sample(self, names: Sequence[str], prompts: Sequence[str], k: int, *, temperature: float,
+               seed: int) -> list[list[list[str]]]:
+        """``outs[i][j]``: ``k`` samples of agent ``names[i]`` on ``prompts[j]`` at ``temperature``, sample ``m``
+        a function of ``(seed, names[i], prompts[j], m)`` only: an agent's ``k`` samples of every prompt are decoded
+        in shared batches (rows sorted by prompt length, a prompt's samples side by side)."""
+        import torch
+        base = self.base
+        mnt = base.max_new_tokens(self.hard)
+        enc = [base.prompt_ids(p) for p in prompts]
+        rows = [(j, m) for j in sorted(range(len(enc)), key=lambda q: (len(enc[q]), q)) for m in range(k)]
+        chunks = [rows[s:s + self.batch_size] for s in range(0, len(rows), self.batch_size)]
+        outs = []
+        for name in names:
+            texts = [[""] * k for _ in prompts]
+            with self.folded(name), self._bare(), torch.inference_mode():
+                for chunk in chunks:
+                    keys = [row_key(seed, name, prompts[j], m) for j, m in chunk]
+                    new = sample_decode(base.model, [enc[j] for j, _ in chunk], keys, temperature=temperature,
+                                        max_new_tokens=mnt, eos=base.tok.eos_token_id, pad=base.tok.pad_token_id,
+                                        counter=self.counter)
+                    for (j, m), t in zip(chunk, decode_new(base, new)):
+                        texts[j][m] = t
+            outs.append(texts)
+        return outs
+
+
+def make_sampling_agents(base, *, engine: str = "folded", hard: bool, batch_size: int,
+                         counter: Counter | None = None) -> SamplingAgents:
+    """The climb's agents: the folded engine's (a float32 base), able to sample; ``engine`` must be ``folded``."""
+    if engine != "folded":
+        raise ValueError(f"sampling runs on the folded engine (a float32 base), not {engine!r}")
+    return SamplingAgents(base, hard=hard, batch_size=batch_size, counter=counter)

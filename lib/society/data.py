@@ -41,7 +41,8 @@ from lib.sweep import LEDGER
 
 MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE = ("society", "society_recombination", "society_study",
                                                            "society_lexicase", "society_crossover", "society_lineage")
-STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE)
+CLIMB = "society_climb"  # the climb's folder (its own runner and reader: lib.society.climb, lib.society.studies.climb)
+STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE, CLIMB)
 OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
 COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
            "score"]

@@ -70,17 +70,28 @@ def part_of(task: Task) -> str:
 
 
 def draw(family: str, part: str, n: int, seed: int, *, hard: bool = False, distinct: bool = False,
-         familiar_only: bool = False, exclude: frozenset[str] = frozenset(), rung: int = 0) -> list[Task]:
-    """The first ``n`` tasks of ``make_tasks(family, ·, seed)`` (``rung`` > 0: of that rung of the ladder,
-    :func:`lib.core.tasks.rung_tasks`) that lie in ``part`` (and, with ``familiar_only``, in the familiar
-    region; never a prompt in ``exclude``); ``distinct``: no prompt twice. Prefix-stable: the first ``k`` of
-    ``n`` equal a draw of ``k``."""
+         familiar_only: bool = False, exclude: frozenset[str] = frozenset()) -> list[Task]:
+    """The first ``n`` tasks of ``make_tasks(family, ·, seed)`` that lie in ``part`` (and, with
+    ``familiar_only``, in the familiar region; never a prompt in ``exclude``); ``distinct``: no
+    prompt twice. Prefix-stable: the first ``k`` of ``n`` equal a draw of ``k``."""
+    return _first_in_part(iter_tasks(family, seed, hard), family, part, n, distinct=distinct,
+                          familiar_only=familiar_only, exclude=exclude)
+
+
+def draw_rung(family: str, part: str, n: int, seed: int, rung: int, *, distinct: bool = False,
+              exclude: frozenset[str] = frozenset()) -> list[Task]:
+    """:func:`draw` from the stream of rung ``rung`` of the ladder (:func:`lib.core.tasks.rung_tasks`)."""
+    return _first_in_part(iter_tasks(family, seed, rung=rung), family, part, n, distinct=distinct, exclude=exclude)
+
+
+def _first_in_part(stream, family: str, part: str, n: int, *, distinct: bool, familiar_only: bool = False,
+                   exclude: frozenset[str] = frozenset()) -> list[Task]:
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; parts are {list(PARTS)}")
     out, seen, since = [], set(), 0
     if n <= 0:
         return out
-    for k, t in enumerate(iter_tasks(family, seed, hard, rung)):
+    for k, t in enumerate(stream):
         # a part with no new task in this many draws holds fewer than n that fit
         if k >= 1000 * n or since > max(20_000, 50 * n):
             raise ValueError(f"the {part} part of {family} has fewer than {n} tasks that fit "

@@ -31,16 +31,16 @@ from functools import lru_cache
 from lib.core.errors import cli_main
 from lib.core.tasks import RUNGS, Task
 from lib.society.climb.config import ClimbConfig, load_file, validate_config
-from lib.society.pools import _pool_seed, audit as society_audit, draw, inheritance_pool, pools_for
+from lib.society.pools import _pool_seed, audit as society_audit, draw_rung, inheritance_pool, pools_for
 
-TAGS = {"hints": 11, "climb": 12, "rung_val": 13, "rung_select": 14, "rung_test": 15}
+TAGS = {"hints": 11, "climb_prompts": 12, "rung_val": 13, "rung_select": 14, "rung_test": 15}
 TRAINING = ("pretraining", "founder", "inheritance_t0", "hints", "climb_r")  # pool names (prefixes) trained on
 EVALUATION = ("val", "screening", "selection", "test", "rung_val", "rung_select", "rung1_test", "rung2_test")
 
 
 def _per_family(s: ClimbConfig, seed: int, tag: str, part: str, n: int, rung: int, *, distinct: bool = True,
                 exclude: frozenset[str] = frozenset()) -> list[Task]:
-    return sum((draw(f, part, n, _pool_seed(seed, rung, i, TAGS[tag]), distinct=distinct, exclude=exclude, rung=rung)
+    return sum((draw_rung(f, part, n, _pool_seed(seed, rung, i, TAGS[tag]), rung, distinct=distinct, exclude=exclude)
                 for i, f in enumerate(s.families)), [])
 
 
@@ -64,7 +64,7 @@ def ladder_for(cfg, seed: int) -> Ladder:
     """The pools of ``seed`` under climb config ``cfg``."""
     s = validate_config(cfg)
     p = pools_for(s, seed)
-    stream = _per_family(s, seed, "climb", "children", s.rounds * s.n_climb, s.rung)
+    stream = _per_family(s, seed, "climb_prompts", "children", s.rounds * s.n_climb, s.rung)
     F = len(s.families)
     per = [stream[i * s.rounds * s.n_climb:(i + 1) * s.rounds * s.n_climb] for i in range(F)]
     climb = [[x for fam in per for x in fam[r * s.n_climb:(r + 1) * s.n_climb]] for r in range(s.rounds)]

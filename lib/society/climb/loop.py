@@ -8,7 +8,7 @@ rung. Their data is also every learner's replay. Then, for rounds ``t = 0 … R 
 1. **evaluate** the learners (greedy): test at the easy level and on every rung, the selection pools; a grounded
    population also val (the society's and the rung's), its selection signal;
 2. **sample** ``k`` answers of every learner to round ``t``'s fresh climb prompts at the temperature
-   (:meth:`lib.engines.folded.FoldedAgents.sample`; a single learner draws ``population × k``);
+   (:meth:`lib.engines.sample.SamplingAgents.sample`; a single learner draws ``population × k``);
 3. **keep** answers (:mod:`lib.society.climb.keep`): the verifier's (``climb``, ``climb_single``), the
    population's vote (``climb_vote``) or the learner's self-consistency (``climb_single_vote``); kept answers
    join the run's pool, which only grows;
@@ -47,9 +47,9 @@ from lib.core.jsonfile import write_json
 from lib.core.manifest import code_state
 from lib.core.rows import append_rows, mark_done, read_progress, resume_shard, shard_path
 from lib.core.tasks import RUNGS, Task, verify
-from lib.engines.agents import make_agents
 from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
+from lib.engines.sample import make_sampling_agents
 from lib.engines.timing import PhaseClock, PhaseTimer
 from lib.operators.ops import fitness_of, select_parents
 from lib.society.arms import SPECS
@@ -71,7 +71,7 @@ Verifier = Callable[[str, Task], bool]
 class ClimbJob:
     """The (``arm``, ``seed``) shard of ``cfg``, its rows in ``folder``, run on ``base``; ``verifier``: the loop's
     grounded signal, ``report``: the check the rows' accuracies are measured with; ``agents``: the engine's
-    factory (``make_agents``' signature; tests pass fakes); the rest as :class:`lib.society.shard_job.ShardJob`."""
+    factory (:func:`lib.engines.sample.make_sampling_agents`; tests pass fakes); the rest as :class:`lib.society.shard_job.ShardJob`."""
 
     base: Any
     cfg: ClimbConfig
@@ -84,7 +84,7 @@ class ClimbJob:
     progress: Any = None
     timer: PhaseTimer | None = None
     trainer: str = "batched"
-    agents: Callable = make_agents
+    agents: Callable = make_sampling_agents
 
     @property
     def path(self) -> Path:

@@ -23,9 +23,8 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import CLIMB_PRIMARY, order
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
+from lib.society.data import CLIMB
 from lib.society.studies.study.comparisons import paired, with_holm
-
-CLIMB = "society_climb"
 
 
 def load_data(scale: str) -> dict | None:
