@@ -18,12 +18,13 @@ import numpy as np
 import pandas as pd
 
 from lib.core.paths import config_path, data_dir
-from lib.core.rows import read_progress, shard_path
+from lib.core.rows import read_progress, read_shard, shard_path
 from lib.core.stats import bounded_t_ci
 from lib.society.arms import CLIMB_PRIMARY, order
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
 from lib.society.data import CLIMB
+from lib.society.rows import COLUMNS
 from lib.society.studies.study.comparisons import paired, with_holm
 
 
@@ -39,6 +40,18 @@ def load_data(scale: str) -> dict | None:
     last = rows.groupby(["arm", "seed"])["generation"].transform("max")
     rows = rows[last == cfg.rounds]
     return None if rows.empty else {"rows": rows, "cfg": cfg, "work": shard_work(cfg, data_dir(scale, CLIMB), rows)}
+
+
+def pilot_folders(scale: str) -> list:
+    """The pilot's folders (``data/<scale>/society_climb_pilot/n_hints<h>/``), one per setting tried."""
+    root = data_dir(scale, CLIMB + "_pilot")
+    return [f for f in root.glob("n_hints*") if f.is_dir()] if root.is_dir() else []
+
+
+def pilot_rows(folder) -> pd.DataFrame:
+    """The rows of a pilot folder's ``climb`` shard (seed 100)."""
+    return pd.concat([read_shard(f, "generation", COLUMNS) for f in sorted(folder.glob("climb_s*.csv"))],
+                     ignore_index=True)
 
 
 def learners(rows: pd.DataFrame) -> pd.DataFrame:

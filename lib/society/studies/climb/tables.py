@@ -5,7 +5,9 @@
   where its run started;
 - ``climb-curve``: the chosen agent's climbed-rung accuracy after each round;
 - ``climb-compute``: samples, verifier calls, optimizer steps and tokens per arm and seed;
-- ``climb-kept``: answers kept per round, and the share of them that is wrong.
+- ``climb-kept``: answers kept per round, and the share of them that is wrong;
+- ``climb-pilot``: the pilot that sized ``n_hints`` (``data/<scale>/society_climb_pilot/``): the generalists'
+  start on the rung and what the population's samples let the verifier keep in round 1.
 """
 from __future__ import annotations
 
@@ -113,7 +115,32 @@ def climb_verdicts(scale: str) -> str:
     return "; ".join(parts) + f" (Holm p < 0.05, on {int(t['n'].min())} seeds)"
 
 
-TABLES: dict[str, Callable[[str], str]] = {"climb-primary": climb_primary, "climb-arms": climb_arms,
+def climb_pilot(scale: str) -> str:
+    """Per pilot setting (``n_hints``): the 4 generalists' rung-1 greedy test accuracy (range over them, overall and
+    per family), their pass@8 on round 1's climb prompts (range) and the answers the verifier kept in round 1 per
+    family (of the climb prompts per family)."""
+    folders = sorted(climb.pilot_folders(scale), key=lambda f: int(f.name.removeprefix("n_hints")))
+    if not folders:
+        return NO_DATA
+    lines, fams = [], None
+    for f in folders:
+        rows = climb.pilot_rows(f)
+        fams = [m.removeprefix("kept_n_") for m in rows["metric"].unique() if m.startswith("kept_n_")]
+        start = learners_at(rows, 0)
+        span = lambda col: f"{start[col].min():.2f}–{start[col].max():.2f}"  # noqa: E731
+        kept = rows[(rows["generation"] == 0) & rows["metric"].str.startswith("kept_n_")].set_index("metric")["value"]
+        lines.append(f"| {f.name.removeprefix('n_hints')} | {span('test_rung1')} | "
+                     + " | ".join(span(f"test_{x}_rung1") for x in fams) + f" | {span('pass_at_k')} | "
+                     + " / ".join(f"{kept[f'kept_n_{x}']:.0f}" for x in fams) + " |")
+    return markdown(["hints per family", "rung-1 greedy (4 generalists)", *fams, "pass@8 on round 1's prompts",
+                     "kept in round 1 (" + " / ".join(fams) + ")"], lines)
+
+
+def learners_at(rows, t: int):
+    return climb.learners(rows[rows["generation"] == t])
+
+
+TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-primary": climb_primary, "climb-arms": climb_arms,
                                            "climb-curve": climb_curve, "climb-compute": climb_compute,
                                            "climb-kept": climb_kept}
 VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts}
