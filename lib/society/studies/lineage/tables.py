@@ -7,7 +7,10 @@
   society study's): accuracy, skills held and what its run cost per seed;
 - ``lineage-placement``: each society design against the one-shot frontier at its own compute;
 - ``lineage-skills``: the study's models, their skills per family and cost;
-- ``lineage-founder-selection``: the founders selected as parents of generation 1, by family.
+- ``lineage-founder-selection``: the founders selected as parents of generation 1, by family;
+- ``society-answer``: the README summary's answer in one small table (:func:`answer`): the bare base, the best
+  society design by the pre-registered rule and the best overall, distill-all and multitask at a founder's budget
+  and at their best k, each with its compute.
 """
 from __future__ import annotations
 
@@ -17,13 +20,15 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from lib.society.arms import CONTINUE, CONTINUE_ARCHIVE, label
+from lib.society.arms import BASE_MODEL, CONTINUE, CONTINUE_ARCHIVE, FRONTIER, frontier_k, label, spec
 from lib.society.data import LINEAGE, config_of
 from lib.society.studies.lineage import comparisons as lineage
 from lib.society.studies.verdict.tables import founder_selection_markdown
+from lib.society.studies.skills.tables import ranked_designs, references
 from lib.society.studies.skills.tables import (preregistered_seeds, primary_markdown, primary_verdict, secondary_markdown,
                                               summary_markdown)
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
+from lib.core.stats import bounded_t_ci
 
 
 def _data(scale: str) -> dict | None:
@@ -141,21 +146,6 @@ def lineage_placement(scale: str) -> str:
                      "steps)", "its steps", "seeds", "Δ = design − rival [95 % CI (sign-flip)]", "p", "where"], lines)
 
 
-def lineage_where(scale: str) -> str:
-    """Where ``continue`` sits against the one-shot frontier at its compute, in words (README)."""
-    d = _data(scale)
-    if d is None:
-        return "not measured yet"
-    p = lineage.placements(d["groups"], d["families"]).set_index("arm")
-    if CONTINUE not in p.index:
-        return "not measured yet"
-    r = p.loc[CONTINUE]
-    if not isinstance(r["where"], str):
-        return f"not placed yet ({int(r['n'])} seeds; an interval needs 6)"
-    return (f"{r['where']} the one-shot frontier at its compute ({signed(r['diff'])} {ci(r['lo'], r['hi'])} against "
-            f"{label(r['rival'])}, {int(r['n'])} seeds)")
-
-
 def lineage_frontier(scale: str) -> str:
     """How many society designs sit above, on and below the one-shot frontier at their compute, and the closest one
     (README summary; Fig. 3i)."""
@@ -175,11 +165,78 @@ def lineage_frontier(scale: str) -> str:
             f"{best.rival_steps:,.0f} (the cheapest society design spends {cheapest:,.0f})")
 
 
+# the one-shot models at a founder's budget, as their records say (lib.society.arms: "at a founder's budget"; "a
+# founder's budget of its gold tasks"), and at six founders' budgets (multitask as the studies compare with it)
+AT_A_FOUNDERS_BUDGET = {FRONTIER[0]: FRONTIER[0], FRONTIER[1]: f"{FRONTIER[1]}@steps"}
+ANSWER_ROLES = ("the bare base", "best society design by the pre-registered rule", "best society design overall",
+                "distill-all at a founder's budget", "distill-all at its best k", "multitask at a founder's budget",
+                "multitask at six founders' budgets", "multitask at its best k")
+
+
+def answer(scale: str) -> pd.DataFrame | None:
+    """The society's answer in one table (README summary), one line per :data:`ANSWER_ROLES`: ``role, arm, study,
+    n, test, lo, hi`` (the chosen agent's test accuracy, 95 % t-interval within [0, 1]), ``held`` (skills, of the
+    families), ``steps`` (LoRA optimizer steps per seed, the founders' included where a run starts from them) and
+    ``kind`` (``preregistered``, ``secondary`` or ``one-shot``).
+
+    The best design *by the pre-registered rule* is the studies' own: the pre-registered designs (no secondary
+    control, nothing added after its pre-registration) of finished studies on 8 seeds or more, ranked by the chosen
+    agents' accuracy on the selection pool (:func:`lib.society.studies.skills.tables.ranked_designs`); the best *overall*
+    is every such design's, secondary ones included, with the highest mean test accuracy (a description, not a
+    choice). A baseline's *best k* is its frontier point (``<baseline>@k<k>``) with the highest mean selection-pool
+    accuracy, never chosen on test. Every number comes from the compute table (:func:`lineage.compute_table`), the
+    bare base's from the skill-combining study's references. ``None``: no lineage data."""
+    d = _data(scale)
+    if d is None or d["rows"] is None:
+        return None
+    t = lineage.compute_table(d["everything"], d["families"], d["work"]).set_index("arm")
+    study = d["everything"].drop_duplicates("arm").set_index("arm")["study"]
+    rule, _ = ranked_designs(scale, headline=True)
+    overall, refs = ranked_designs(scale)
+    if not rule or not overall:  # no finished study on enough seeds (the smoke scale): nothing to answer with
+        return None
+    _, base, base_held = refs[BASE_MODEL]
+
+    def best_k(baseline: str) -> str:
+        points = t[[frontier_k(a) is not None and a.startswith(baseline + "@") for a in t.index]]
+        return None if points.empty else str(points["select"].idxmax())
+
+    arms = [None, rule[0]["arm"], overall[0]["arm"], AT_A_FOUNDERS_BUDGET[FRONTIER[0]], best_k(FRONTIER[0]),
+            AT_A_FOUNDERS_BUDGET[FRONTIER[1]], FRONTIER[1], best_k(FRONTIER[1])]
+    lines = []
+    for role, arm in zip(ANSWER_ROLES, arms):
+        if role != ANSWER_ROLES[0] and arm not in t.index:  # not run at this scale
+            continue
+        if arm is None:  # the bare base: no LoRA, so no steps
+            m, lo, hi = bounded_t_ci(base.dropna())
+            lines.append({"role": role, "arm": None, "study": None, "n": int(base.notna().sum()), "test": m, "lo": lo,
+                          "hi": hi, "held": base_held, "steps": 0.0, "kind": "—"})
+            continue
+        r = t.loc[arm]
+        kind = "one-shot" if r["baseline"] else ("secondary" if spec(arm).role == "secondary" or spec(arm).added
+                                                 else "pre-registered")
+        lines.append({"role": role, "arm": arm, "study": study[arm], "n": int(r["n"]), "test": r["test"], "lo": r["lo"],
+                      "hi": r["hi"], "held": r["held"], "steps": r["steps"], "kind": kind})
+    return pd.DataFrame(lines)
+
+
+def society_answer(scale: str) -> str:
+    """:func:`answer` as the README's table."""
+    a = answer(scale)
+    if a is None:
+        return NO_DATA
+    lines = [f"| {r.role} | {f'`{r.arm}`' if isinstance(r.arm, str) else label(BASE_MODEL)} | {r.kind} | "
+             f"{f'`{r.study}`' if isinstance(r.study, str) else '—'} | {r.n} | {fmt(r.test)} [{fmt(r.lo)}, {fmt(r.hi)}] | "
+             f"{fmt(r.held, 2)} | {r.steps:,.0f} |" for r in a.itertuples()]
+    return markdown(["what", "model", "design", "study", "seeds", "chosen agent: test [95 % CI (t)]",
+                     "skills held (of 3)", "LoRA steps per seed (founders' included where it starts from them)"], lines)
+
+
 TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "lineage-secondary": lineage_secondary,
                                            "lineage-compute": lineage_compute, "lineage-placement": lineage_placement,
                                            "lineage-founder-selection": lineage_founder_selection,
-                                           "lineage-skills": lineage_skills}
-VALUES: dict[str, Callable[[str], str]] = {"lineage-continue-where": lineage_where, "lineage-frontier": lineage_frontier,
+                                           "lineage-skills": lineage_skills, "society-answer": society_answer}
+VALUES: dict[str, Callable[[str], str]] = {"lineage-frontier": lineage_frontier,
                                            "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held,
                                            "lineage-secondary-said": lineage_secondary_said,
                                            "lineage-archive-held": lambda scale: lineage_held(scale, CONTINUE_ARCHIVE)}
