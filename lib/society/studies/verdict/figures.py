@@ -416,7 +416,7 @@ _B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p
 PANELS: list[Panel] = [
     Panel("fig3a_society_test_accuracy",
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
-          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
+          "The first verdict: held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
           "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
           "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
           f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),
