@@ -27,7 +27,7 @@ from lib.society.studies.verdict.tables import founder_selection_markdown
 from lib.society.studies.skills.tables import ranked_designs, references
 from lib.society.studies.skills.tables import (preregistered_seeds, primary_markdown, primary_verdict, secondary_markdown,
                                               summary_markdown)
-from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
+from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, seed_ranges, signed
 from lib.core.stats import bounded_t_ci
 
 
@@ -138,11 +138,11 @@ def lineage_placement(scale: str) -> str:
     if d is None:
         return NO_DATA
     p = lineage.placements(d["groups"], d["families"])
-    lines = [f"| `{r.arm}` | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
+    lines = [f"| `{r.arm}` | {r.runs} | {r.steps:,.0f} | " + (f"`{r.rival}` | {r.rival_steps:,.0f} | {int(r.n)} | "
                                                    f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} | "
                                                    f"{r['where'] if isinstance(r['where'], str) else '— (not placed: no interval below 6 seeds)'} |" if r.rival else
                                                    "none as cheap | — | — | — | — | — |") for _, r in p.iterrows()]
-    return markdown(["society design", "LoRA steps per seed", "one-shot rival (best on the selection pool at ≤ its "
+    return markdown(["society design", "its runs (folders)", "LoRA steps per seed", "one-shot rival (best on the selection pool at ≤ its "
                      "steps)", "its steps", "seeds", "Δ = design − rival [95 % CI (sign-flip)]", "p", "where"], lines)
 
 
@@ -163,6 +163,22 @@ def lineage_frontier(scale: str) -> str:
     return (f"of {len(p)} society designs, {counts}: the closest, `{best.arm}`, ends {signed(best['diff'])} "
             f"{ci(best.lo, best.hi)} from `{best.rival}` while spending {best.steps:,.0f} LoRA steps per seed to its "
             f"{best.rival_steps:,.0f} (the cheapest society design spends {cheapest:,.0f})")
+
+
+def lineage_commits(scale: str) -> str:
+    """At which commits the study's finished shards were made (each shard's recorded code path, its first part),
+    oldest first by the shards' seeds: per commit the shards, the seeds and, where it made only a few, which arms."""
+    d = _data(scale)
+    if d is None or d["rows"] is None:
+        return "not measured yet"
+    x = d["rows"][["arm", "seed", "code_path"]].drop_duplicates(["arm", "seed"])
+    x = x.assign(commit=x["code_path"].astype(str).str.split("/").str[0])
+    parts = []
+    for commit, g in sorted(x.groupby("commit"), key=lambda kv: (len(kv[1]), kv[0])):
+        arms = f": {', '.join(f'`{a}`' for a in g['arm'])}" if len(g) <= 3 else ""
+        parts.append(f"`{commit}` {len(g)} shard{'s' if len(g) > 1 else ''} (seed{'s' if g['seed'].nunique() > 1 else ''} "
+                     f"{seed_ranges(g['seed'])}{arms})")
+    return ", ".join(parts)
 
 
 # the one-shot models at a founder's budget, as their records say (lib.society.arms: "at a founder's budget"; "a
@@ -237,6 +253,6 @@ TABLES: dict[str, Callable[[str], str]] = {"lineage-primary": lineage_primary, "
                                            "lineage-founder-selection": lineage_founder_selection,
                                            "lineage-skills": lineage_skills, "society-answer": society_answer}
 VALUES: dict[str, Callable[[str], str]] = {"lineage-frontier": lineage_frontier,
-                                           "lineage-verdicts": lineage_verdicts, "lineage-held": lineage_held,
+                                           "lineage-verdicts": lineage_verdicts, "lineage-commits": lineage_commits, "lineage-held": lineage_held,
                                            "lineage-secondary-said": lineage_secondary_said,
                                            "lineage-archive-held": lambda scale: lineage_held(scale, CONTINUE_ARCHIVE)}
