@@ -102,7 +102,7 @@ def engines_table(scale: str = "cpu") -> str:
     dtype, rows per generate call) the seconds of each phase and of the decoding ones (evaluate, screen, inherit;
     training does not depend on the engine, so it runs once per dtype), generated tokens per second, and how many
     of its answers are the reference run's, character for character."""
-    files = sorted(data_dir(scale, "paper_engines").glob("*.json"))
+    files = sorted(f for f in data_dir(scale, "paper_engines").glob("*.json") if f.name != "manifest.json")
     if not files:
         return "No data yet: run `python benchmarks/gpu_society.py` (see above).\n"
     lines = []
