@@ -36,6 +36,7 @@ from lib.society.studies.verdict import panels as society_results
 from lib.society.studies.study import figures as society_study
 from lib import style
 from lib.tool_mutation import figures as tool_mutation
+from lib.society.studies.lineage import figures as lineage_figures
 
 NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
 
@@ -512,3 +513,54 @@ def test_named_points_get_labels_that_do_not_overlap():
     assert sum(style._overlap(chosen, b) for b in placed) == pytest.approx(min(costs))
     assert len(ax.texts) == 6 + len(style.LABEL_OFFSETS)
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- 12. Fig. 3i: no marker or name hidden
+
+
+def test_the_checks_catch_a_label_over_a_marker_and_two_markers_at_one_point():
+    """Planted: the defects a reader found in Fig. 3i (a design's name printed over another's marker; two designs
+    drawn at one point with no offset; the legend's "n=8–8"), each caught, and their mends pass."""
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.set_xscale("log")
+    ax.plot([1000], [0.64], marker="s", ms=7, ls="", gid="crossover_archive")
+    ax.plot([1000], [0.64], marker="*", ms=7, ls="", gid="continue")
+    ax.plot([3000], [0.5], marker="o", ms=7, ls="", gid="full")
+    ax.annotate("crossover (16)", (900, 0.64))
+    ax.set_xlim(100, 10000)
+    ax.set_ylim(0.4, 0.8)
+    assert legibility.stacked_markers(fig, ax) == [("continue", "crossover_archive")]
+    assert legibility.labels_over_markers(fig, ax)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.set_xscale("log")
+    xs = lineage_figures.dodged([1000, 1000, 3000], [0.64, 0.64, 0.5], 0.4)
+    for x, y, m, g in zip(xs, [0.64, 0.64, 0.5], "s*o", ("crossover_archive", "continue", "full")):
+        ax.plot([x], [y], marker=m, ms=7, ls="", gid=g)
+    ax.set_xlim(100, 10000)
+    ax.set_ylim(0.4, 0.8)
+    fig.canvas.draw()
+    style.place_labels(ax, [(xs[0], 0.64, "crossover_archive (16)", "k"), (xs[1], 0.64, "continue (16)", "k")],
+                       avoid_markers=True)
+    assert legibility.stacked_markers(fig, ax) == [] and legibility.labels_over_markers(fig, ax) == []
+    plt.close(fig)
+    assert lineage_figures._seeds(8, 8) == "8" and lineage_figures._seeds(8, 16) == "8–16"
+
+
+def test_fig3i_hides_no_marker_and_no_name_and_says_n_once():
+    d = lineage_figures.lineage.load_data("cpu")
+    if d is None:
+        pytest.skip("no lineage data at cpu scale")
+    fig = lineage_figures.draw_accuracy_compute(d["everything"], d["families"], d["work"])
+    try:
+        for ax in fig.axes:
+            assert legibility.stacked_markers(fig, ax) == []
+            assert legibility.labels_over_markers(fig, ax) == []
+        legend = fig.legends[0]
+        assert not [t.get_text() for t in legend.get_texts() if re.search(r"(\d+)–\1\b", t.get_text())]
+        assert legibility.small_texts(fig) == []
+        colours = {h.get_gid(): h.get_color() for h in fig.axes[0].get_lines() if h.get_gid()}
+        one_shot = [a for a in colours if a.startswith("baseline_") and "@k" not in a]
+        assert len({str(colours[a]) for a in one_shot}) > 1, "every one-shot model in one colour"
+    finally:
+        plt.close(fig)
