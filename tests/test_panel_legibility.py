@@ -564,3 +564,26 @@ def test_fig3i_hides_no_marker_and_no_name_and_says_n_once():
         assert len({str(colours[a]) for a in one_shot}) > 1, "every one-shot model in one colour"
     finally:
         plt.close(fig)
+
+
+def test_fig3h_draws_the_design_that_holds_two_skills():
+    """The README's lead figure asks which design holds several skills: it draws the lineage study's designs, the
+    only one that holds two among them (``continue_archive``). Planted: the skill-combining study's rows alone lack it."""
+    from lib.society.studies.skills import figures as skills_figures
+    d = skills_figures.load_data("cpu")
+    if d.get("lineage") is None:
+        pytest.skip("no lineage data at cpu scale")
+
+    def rows_drawn(fig) -> set[str]:
+        return {t.get_text().split(" (n=")[0] for t in fig.axes[0].get_yticklabels()}
+    fig = skills_figures.draw_panel("fig3h_skills_chosen_agent", d)
+    old = skills_figures.draw_chosen_agent(d["rows"], d["families"])
+    try:
+        assert {"continue", "continue_archive", "continue@higher"} <= rows_drawn(fig)
+        assert "continue_archive" not in rows_drawn(old)
+        assert legibility.small_texts(fig) == []
+    finally:
+        plt.close(fig)
+        plt.close(old)
+    files = " ".join(d["files"])
+    assert "society_lineage/continue_archive_s" in files and "society_lineage/baseline_" not in files
