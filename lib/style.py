@@ -206,6 +206,24 @@ def place_labels(ax, items, fontsize: float = 8, *, avoid_markers: bool = False)
         boxes.append(best[4])
 
 
+def wrap_phrases(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken only between its phrases (after ``"; "``, or before
+    a bracketed aside ``" ("``), never inside one; a phrase longer than ``width`` is wrapped at its spaces, keeping a
+    bracket's words together where they fit (a title that breaks "(it counts in the / pooled row)" reads as two)."""
+    import re
+    import textwrap
+    phrases = [p for p in re.split(r"(?<=; )|(?= \()", text) if p]
+    lines: list[str] = []
+    for ph in phrases:
+        if lines and len(lines[-1]) + len(ph) <= width:
+            lines[-1] += ph
+        elif len(ph.strip()) <= width:
+            lines.append(ph.strip())
+        else:
+            lines += textwrap.wrap(ph.strip(), width, break_long_words=False)
+    return [ln.rstrip() for ln in lines]
+
+
 def _marker_pixels(ax) -> list[tuple[float, float]]:
     """The display position of every marker drawn on ``ax`` (lines with a marker)."""
     out = []

@@ -278,3 +278,14 @@ def stacked_markers(fig, ax, px: float = MARKER_PX) -> list[tuple[str, str]]:
             if a is not b and abs(xa - xb) < px and abs(ya - yb) < px:
                 out.add(tuple(sorted((str(a.get_gid() or a.get_label())[:30], str(b.get_gid() or b.get_label())[:30]))))
     return sorted(out)
+
+
+def titles_broken_inside_a_phrase(fig) -> list[str]:
+    """Lines of a multi-line title (the figure's or an axes') that open a bracket they do not close or close one they
+    did not open: the title was wrapped inside a phrase ("(it counts in the" / "pooled row)")."""
+    out = []
+    for t in _titles(fig):
+        lines = t.get_text().split("\n")
+        if len(lines) > 1:
+            out += [ln[:50] for ln in lines if ln.count("(") != ln.count(")")]
+    return out

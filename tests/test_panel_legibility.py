@@ -9,6 +9,7 @@ import functools
 import itertools
 import json
 import re
+import textwrap
 
 import matplotlib
 import numpy as np
@@ -587,3 +588,23 @@ def test_fig3h_draws_the_design_that_holds_two_skills():
         plt.close(old)
     files = " ".join(d["files"])
     assert "society_lineage/continue_archive_s" in files and "society_lineage/baseline_" not in files
+
+
+def test_the_check_catches_a_title_wrapped_inside_a_phrase_and_s3i_has_none(cpu):
+    """Planted: S3i's title as textwrap broke it ("... (it counts in the" / "pooled row)"); style.wrap_phrases
+    breaks between phrases, and the drawn S3i has no line that opens a bracket it does not close."""
+    note = ("strings not drawn: the children's parents score 0.001 on the novel region, no skill to lose (largest "
+            "mean step over arms: 0.002) (it counts in the pooled row)")
+    fig = plt.figure()
+    fig.suptitle("\n".join(textwrap.wrap(note, 150, break_long_words=False)))  # as S3i was drawn (150 characters)
+    assert legibility.titles_broken_inside_a_phrase(fig) == ["strings not drawn: the children's parents score 0.",
+                                                            "pooled row)"]
+    fig.suptitle("\n".join(style.wrap_phrases(note, 150)))
+    assert legibility.titles_broken_inside_a_phrase(fig) == []
+    plt.close(fig)
+    assert all(len(line) <= 40 for line in style.wrap_phrases(note, 40)[:-1] if "(" not in line)
+    fig = society_results.draw_skill_loss(cpu["rows"], cpu["families"], generation="first")
+    try:
+        assert legibility.titles_broken_inside_a_phrase(fig) == []
+    finally:
+        plt.close(fig)

@@ -236,7 +236,7 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
              f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); right of each panel: "
              "exact sign-flip p, n seeds"] + ([note] if note else [])
     chars = int(fig.get_size_inches()[0] * 14)  # each part wrapped at the figure's width, never mid-part if it fits
-    fig.suptitle("\n".join(w for ln in lines for w in textwrap.wrap(ln, chars, break_long_words=False)), fontsize=8)
+    fig.suptitle("\n".join(w for ln in lines for w in style.wrap_phrases(ln, chars)), fontsize=8)
     fig.tight_layout(w_pad=5.5)  # it makes room for the title, and no more: no empty band under it
     return fig
 
