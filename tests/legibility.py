@@ -289,3 +289,18 @@ def titles_broken_inside_a_phrase(fig) -> list[str]:
         if len(lines) > 1:
             out += [ln[:50] for ln in lines if ln.count("(") != ln.count(")")]
     return out
+
+
+README_PX = 830  # the README's column on GitHub at a desktop width (CSS px): a wider PNG is scaled down to it
+
+
+def readme_legend_sizes(fig, readme_px: float = README_PX, dpi: float = SAVED_DPI) -> list[tuple[str, float]]:
+    """Each legend text of ``fig`` with its size in points as the README shows the saved PNG (tight box at ``dpi``,
+    scaled to ``readme_px`` CSS pixels when wider): ``(text, shown pt)``, smallest first."""
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
+    k = min(1.0, readme_px / width_px) * dpi / CSS_DPI  # shown CSS px per point drawn, then in CSS points (x 72/96)
+    legends = [*fig.legends, *[ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]]
+    texts = [t for lg in legends for t in [*lg.get_texts(), lg.get_title()] if t.get_text().strip()]
+    return sorted(((t.get_text()[:40], round(t.get_fontsize() * k * 72 / 96 * 96 / 72, 2)) for t in texts),
+                  key=lambda x: x[1])

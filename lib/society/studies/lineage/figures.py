@@ -117,8 +117,8 @@ def draw_accuracy_compute(rows, families, work):
     for ax, col in zip(axes, ("test", "held")):  # the societies named once the layout is set, over no marker
         style.place_labels(ax, [(r[f"x_{col}"], r[col], f"{r['arm']} ({r['n']})", style.arm_style(r["arm"])["color"])
                                 for _, r in t[~t["baseline"].astype(bool)].iterrows()], avoid_markers=True)
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=8.5, frameon=False,
-               title="one-shot models and references (seeds)", title_fontsize=8.5)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=9, frameon=False,
+               title="one-shot models and references (seeds)", title_fontsize=9)
     return fig
 
 

@@ -132,7 +132,7 @@ def draw_chosen_agent(rows: pd.DataFrame, families):
     fig.suptitle("The model a reader takes away (best on the selection pool): which design holds several skills?",
                  fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()  # the three reference lines, once for every panel
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False,
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.035, 1, 1))
     return fig
