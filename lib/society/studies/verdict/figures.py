@@ -277,7 +277,8 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
                  + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else ""),
                  fontsize=7, loc="left", pad=16)
     h, lab = _in_order(a1, arms)
-    a1.legend(h, lab, fontsize=6.2, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    rows_ = -(-len(lab) // 5)  # below both panels, 8.5 pt: the README shows Fig. 3a at its column's width
+    fig.legend(h, lab, fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
     last = last_generation_table(df, metric)
     last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
@@ -295,7 +296,8 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
-    fig.tight_layout()
+    fig.set_figheight(fig.get_figheight() + 0.3 * rows_)
+    fig.tight_layout(rect=(0, (0.3 * rows_ + 0.15) / fig.get_figheight(), 1, 1))
     return fig
 
 
