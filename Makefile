@@ -43,7 +43,8 @@ tiny-base: env
 
 # The paper base's familiar-region warm-up (a LoRA merged into SmolLM2 at load, config key base_adapter):
 # trial t4's (data/cpu/paper_testbed/, docs/paper-scale.md), the one whose base meets the test-bed's base targets:
-# 57 LoRA steps, ~10 min on one thread of a loaded 2-core machine. Not yet in paper.yaml (no founder measured on it).
+# 58 LoRA steps, ~10 min on one thread of a loaded 2-core machine; configs/society/paper.yaml loads it (base_adapter),
+# and t5's founders were trained on it.
 PAPER_WARMUP := --form spaced --targets all --r 16 --alpha 32 --warmup-n 150 --warmup-epochs 2 --warmup-lr 1e-3
 paper-base: env
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python -m lib.society.paper_testbed --build-base data/base/paper-warmup $(PAPER_WARMUP)

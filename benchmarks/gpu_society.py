@@ -219,8 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value (YAML), after --micro: e.g. --set base_model=smollm2-135m")
-    ap.add_argument("--out", required=True, help="the JSON file to write")
+    ap.add_argument("--out", help="the JSON file to write")
+    ap.add_argument("--manifest", metavar="FOLDER", help="only (re)write FOLDER/manifest.json from its records")
     args = ap.parse_args(argv)
+    if args.manifest:
+        print(f"wrote {write_folder_manifest(Path(args.manifest))}")
+        return 0
+    if not args.out:
+        print("error: --out is required (or --manifest FOLDER)", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     try:
         runs = parse_runs(args.runs)
@@ -257,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"founders ({cfg.agents}, fp32) trained in {founders_s:.1f} s; pools: test {len(pools.test)}, val "
           f"{len(pools.val)}, screen {len(pools.screen)}, conformity {len(pools.conformity)}, inheritance "
           f"{len(pools.inheritance)}; {cfg.agents - arm.elitism} pairs x {arm.n_candidates} candidates")
-    record = {"config": args.config, "micro": args.micro, "set": args.set, "arm": args.arm, "seed": args.seed,
+    record = {"config": repo_relative(args.config), "micro": args.micro, "set": args.set, "arm": args.arm, "seed": args.seed,
               "git": code_state(), "float_path": float_path(), "base": bs["fp32"].info.get("identity"),
               "base_adapter": bs["fp32"].info.get("base_adapter"), "environment": env,
               "device": str(bs["fp32"].device), "load_s": round(load_s, 2), "founders_s": round(founders_s, 2),
@@ -297,7 +304,39 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}")
+    if repo_relative(Path(args.out).parent).startswith("data/"):  # a committed data folder: its manifest too
+        print(f"wrote {write_folder_manifest(Path(args.out).parent)}")
     return 0
+
+
+def repo_relative(path) -> str:
+    """``path`` relative to the repository when it lies inside it (a record names no machine's folders), else as
+    given."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def write_folder_manifest(folder: Path) -> Path:
+    """``folder/manifest.json`` for a folder of benchmark records (``data/<scale>/paper_engines/``): what wrote it,
+    and per record its config, commit, float path, device and wall time, read from the records themselves; the
+    commits of every record (``git.commits``, oldest record first). Paths are the repository's, relative."""
+    records = {f.name: json.loads(f.read_text()) for f in sorted(folder.glob("*.json")) if f.name != "manifest.json"}
+    commits = list(dict.fromkeys((r.get("git") or {}).get("commit") for r in records.values()))
+    m = {"kind": "benchmark", "experiment": folder.name, "written_by": "benchmarks/gpu_society.py",
+         "git": {"commit": commits[-1] if commits else None, **({"commits": commits} if len(commits) > 1 else {}),
+                 "dirty": any((r.get("git") or {}).get("dirty") for r in records.values())},
+         "records": {name: {"config": repo_relative(r.get("config")) if r.get("config") else None,
+                            "micro": r.get("micro"), "set": r.get("set"), "arm": r.get("arm"), "seed": r.get("seed"),
+                            "git": r.get("git"), "float_path": r.get("float_path"), "device": r.get("device"),
+                            "wall_s": r.get("wall_s")} for name, r in records.items()},
+         "note": "each record is one benchmark run (python benchmarks/gpu_society.py --out FILE); this manifest "
+                 "only gathers what the records say (python benchmarks/gpu_society.py --manifest FOLDER rewrites it)"}
+    out = folder / "manifest.json"
+    out.write_text(json.dumps(m, indent=1) + "\n")
+    return out
 
 
 if __name__ == "__main__":

@@ -173,33 +173,65 @@ def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, 
         ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
 
 
-LABEL_OFFSETS = ((5, 3), (5, -11), (5, 15), (5, -23), (-5, 3), (-5, -11), (5, 27), (5, -35))  # points
+LABEL_OFFSETS = ((5, 3), (5, -11), (5, 15), (5, -23), (-5, 3), (-5, -11), (5, 27), (5, -35), (-5, 15), (-5, -23),
+                 (9, 39), (9, -47), (-9, 27), (-9, -35))  # points
 
 
-def place_labels(ax, items, fontsize: float = 8) -> None:
+def place_labels(ax, items, fontsize: float = 8, *, avoid_markers: bool = False) -> None:
     """Name points without overlap: each ``(x, y, text, colour)`` of ``items``, in order, takes the first offset of
     :data:`LABEL_OFFSETS` (points from its marker; a negative x ends the text left of it) whose box stays within
-    the axes' width and meets no label of this figure placed before it; where none is free, the one within the
-    width that covers the least of those labels' area. Call it after the figure's layout is set (boxes are
-    measured where they are drawn)."""
+    the axes' width and meets no label of this figure placed before it (and, with ``avoid_markers``, covers no
+    marker drawn on ``ax``: one design's name printed over another's marker); where none is free, the one within the
+    width that covers the fewest markers, then the least of those labels' area. Call it after the figure's layout is
+    set (boxes are measured where they are drawn)."""
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     boxes = _PLACED.setdefault(ax.figure, [])
+    markers = _marker_pixels(ax) if avoid_markers else []
     for x, y, text, colour in items:
         tried = []
         for dx, dy in LABEL_OFFSETS:
             t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                             color=colour, ha="left" if dx > 0 else "right")
             box = t.get_window_extent(renderer)
-            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
-            tried.append((not inside, sum(_overlap(box, b) for b in boxes), t, box))
-            if inside and tried[-1][1] == 0:
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            covered = sum(box.x0 - 1 <= mx <= box.x1 + 1 and box.y0 - 1 <= my <= box.y1 + 1 for mx, my in markers)
+            tried.append((not inside, covered, sum(_overlap(box, b) for b in boxes), t, box))
+            if inside and tried[-1][1:3] == (0, 0):
                 break
-        best = min(tried, key=lambda c: c[:2])
+        best = min(tried, key=lambda c: c[:3])
         for c in tried:
             if c is not best:
-                c[2].remove()
-        boxes.append(best[3])
+                c[3].remove()
+        boxes.append(best[4])
+
+
+def wrap_phrases(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken only between its phrases (after ``"; "``, or before
+    a bracketed aside ``" ("``), never inside one; a phrase longer than ``width`` is wrapped at its spaces, keeping a
+    bracket's words together where they fit (a title that breaks "(it counts in the / pooled row)" reads as two)."""
+    import re
+    import textwrap
+    phrases = [p for p in re.split(r"(?<=; )|(?= \()", text) if p]
+    lines: list[str] = []
+    for ph in phrases:
+        if lines and len(lines[-1]) + len(ph) <= width:
+            lines[-1] += ph
+        elif len(ph.strip()) <= width:
+            lines.append(ph.strip())
+        else:
+            lines += textwrap.wrap(ph.strip(), width, break_long_words=False)
+    return [ln.rstrip() for ln in lines]
+
+
+def _marker_pixels(ax) -> list[tuple[float, float]]:
+    """The display position of every marker drawn on ``ax`` (lines with a marker)."""
+    out = []
+    for line in ax.get_lines():
+        if line.get_visible() and line.get_marker() not in (None, "", "None", " "):
+            xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))
+            out += [(float(a), float(b)) for a, b in xy if np.isfinite(a) and np.isfinite(b)]
+    return out
 
 
 def _overlap(a, b) -> float:

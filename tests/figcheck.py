@@ -14,7 +14,9 @@ def lines(ax) -> dict:
 
 
 def legend_labels(ax) -> list[str]:
-    leg = ax.get_legend()
+    """The entries of ``ax``'s legend, or of its figure's when the figure holds the one legend (Fig. 3a's, below
+    both panels)."""
+    leg = ax.get_legend() or (ax.figure.legends[0] if len(ax.figure.legends) == 1 else None)
     assert leg is not None, f"axes {ax.get_title()!r} has no legend"
     return [t.get_text() for t in leg.get_texts()]
 

@@ -6,6 +6,7 @@ import itertools
 import math
 
 import matplotlib
+import numpy as np
 
 SHOWN_DPI = 110        # a page shows a panel as drawn inline: at figure.dpi (lib.style.show_saved)
 CSS_DPI = 96           # a browser's points: 96 CSS pixels per inch
@@ -236,3 +237,70 @@ def similar_colours(fig, min_delta: float = MIN_COLOUR_DELTA) -> list[tuple[str,
         if d < min_delta and not _same_arm(a, b):
             out.append((a, b, round(d, 1)))
     return out
+
+
+MARKER_PX = 4.0  # half a marker's width as drawn (ms 7-8 at the figure's dpi): closer points read as one
+
+
+def _marker_points(ax) -> list[tuple[object, float, float]]:
+    """Every marker drawn on ``ax`` (lines with a marker), in display pixels: ``(artist, x, y)``."""
+    out = []
+    for line in ax.get_lines():
+        if not line.get_visible() or line.get_marker() in (None, "", "None", " "):
+            continue
+        xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))
+        out += [(line, float(x), float(y)) for x, y in xy if np.isfinite(x) and np.isfinite(y)]
+    return out
+
+
+def labels_over_markers(fig, ax, pad_px: float = 1.0) -> list[str]:
+    """Texts placed on ``ax`` (annotations: a design's name) whose box covers a marker of ``ax``: the name of one
+    design printed over another design's marker (or its own)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    pts = _marker_points(ax)
+    out = []
+    for t in ax.texts:
+        if not (t.get_visible() and t.get_text().strip()):
+            continue
+        bb = _pad(t.get_window_extent(r), pad_px)
+        out += [f"{t.get_text()[:30]} over {line.get_label()[:30]}" for line, x, y in pts if bb.contains(x, y)]
+    return sorted(set(out))
+
+
+def stacked_markers(fig, ax, px: float = MARKER_PX) -> list[tuple[str, str]]:
+    """Markers of two different artists drawn within ``px`` pixels of each other: one hides the other."""
+    fig.canvas.draw()
+    pts = _marker_points(ax)
+    out = set()
+    for i, (a, xa, ya) in enumerate(pts):
+        for b, xb, yb in pts[i + 1:]:
+            if a is not b and abs(xa - xb) < px and abs(ya - yb) < px:
+                out.add(tuple(sorted((str(a.get_gid() or a.get_label())[:30], str(b.get_gid() or b.get_label())[:30]))))
+    return sorted(out)
+
+
+def titles_broken_inside_a_phrase(fig) -> list[str]:
+    """Lines of a multi-line title (the figure's or an axes') that open a bracket they do not close or close one they
+    did not open: the title was wrapped inside a phrase ("(it counts in the" / "pooled row)")."""
+    out = []
+    for t in _titles(fig):
+        lines = t.get_text().split("\n")
+        if len(lines) > 1:
+            out += [ln[:50] for ln in lines if ln.count("(") != ln.count(")")]
+    return out
+
+
+README_PX = 830  # the README's column on GitHub at a desktop width (CSS px): a wider PNG is scaled down to it
+
+
+def readme_legend_sizes(fig, readme_px: float = README_PX, dpi: float = SAVED_DPI) -> list[tuple[str, float]]:
+    """Each legend text of ``fig`` with its size in points as the README shows the saved PNG (tight box at ``dpi``,
+    scaled to ``readme_px`` CSS pixels when wider): ``(text, shown pt)``, smallest first."""
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
+    k = min(1.0, readme_px / width_px) * dpi / CSS_DPI  # shown CSS px per point drawn, then in CSS points (x 72/96)
+    legends = [*fig.legends, *[ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]]
+    texts = [t for lg in legends for t in [*lg.get_texts(), lg.get_title()] if t.get_text().strip()]
+    return sorted(((t.get_text()[:40], round(t.get_fontsize() * k * 72 / 96 * 96 / 72, 2)) for t in texts),
+                  key=lambda x: x[1])

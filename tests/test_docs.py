@@ -132,3 +132,11 @@ def test_the_citation_names_the_committed_tiny_base_size():
     cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())
     assert cff["preferred-citation"]["year"] == 2026
     assert not any("authors of" in a["name"] for a in cff["authors"] + cff["preferred-citation"]["authors"])
+
+
+README_MAX_LINES = 250  # the front door: the studies' detail lives on their pages (issue 50)
+
+
+def test_the_readme_is_a_front_door_of_at_most_250_lines():
+    lines = len(TEXT[REPO_ROOT / "README.md"].splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move a study's detail to its docs/ page"

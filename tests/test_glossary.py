@@ -93,3 +93,14 @@ def test_the_check_flags_an_arm_the_glossary_lacks():
     assert undefined(["full@g0.25@e1"], glossary) == ["full@g0.25@e1"]  # @e<n> undefined there
     assert undefined(["full@g0.25@e1"], glossary + " `@e<n>`") == []
     assert undefined(["full@matched"], glossary + " `<arm>@<tag>` is a variant") == ["full@matched"]
+
+
+def test_every_tool_mutation_and_program_search_method_is_in_the_glossary():
+    """The README's tool-mutation arms (``sgd``, ``mutate_promote``, ``random_promote``) and program-search methods
+    are defined; planted: a glossary without the tool-mutation entry lacks all three."""
+    from lib.program_search.figures import METHODS as METHOD_ORDER
+    from lib.tool_mutation.figures import ARM_ORDER
+    text = GLOSSARY.read_text(encoding="utf-8")
+    assert undefined([*ARM_ORDER, *METHOD_ORDER], text) == []
+    without = re.sub(r"- \*\*Tool-mutation arms\*\*.*?(?=\n- \*\*)", "", text, flags=re.S)
+    assert undefined(ARM_ORDER, without) == sorted(ARM_ORDER)

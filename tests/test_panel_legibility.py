@@ -9,6 +9,7 @@ import functools
 import itertools
 import json
 import re
+import textwrap
 
 import matplotlib
 import numpy as np
@@ -36,6 +37,7 @@ from lib.society.studies.verdict import panels as society_results
 from lib.society.studies.study import figures as society_study
 from lib import style
 from lib.tool_mutation import figures as tool_mutation
+from lib.society.studies.lineage import figures as lineage_figures
 
 NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
 
@@ -152,7 +154,7 @@ def test_fig3a_draws_full_under_the_arms_no_line_twice_and_the_bare_base(cpu):
     # full is thick and drawn first: the arms near it stay visible on top of it
     assert full.get_zorder() < min(o.get_zorder() for o in others)
     assert full.get_linewidth() > max(o.get_linewidth() for o in others)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = [t.get_text() for t in (ax.get_legend() or fig.legends[0]).get_texts()]  # below both panels
     assert len(labels) == len(set(labels))  # one entry per line
     # full on the breeding arms' seeds, dotted, unless full@breeding (its rerun) is that very line
     dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
@@ -512,3 +514,132 @@ def test_named_points_get_labels_that_do_not_overlap():
     assert sum(style._overlap(chosen, b) for b in placed) == pytest.approx(min(costs))
     assert len(ax.texts) == 6 + len(style.LABEL_OFFSETS)
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- 12. Fig. 3i: no marker or name hidden
+
+
+def test_the_checks_catch_a_label_over_a_marker_and_two_markers_at_one_point():
+    """Planted: the defects a reader found in Fig. 3i (a design's name printed over another's marker; two designs
+    drawn at one point with no offset; the legend's "n=8–8"), each caught, and their mends pass."""
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.set_xscale("log")
+    ax.plot([1000], [0.64], marker="s", ms=7, ls="", gid="crossover_archive")
+    ax.plot([1000], [0.64], marker="*", ms=7, ls="", gid="continue")
+    ax.plot([3000], [0.5], marker="o", ms=7, ls="", gid="full")
+    ax.annotate("crossover (16)", (900, 0.64))
+    ax.set_xlim(100, 10000)
+    ax.set_ylim(0.4, 0.8)
+    assert legibility.stacked_markers(fig, ax) == [("continue", "crossover_archive")]
+    assert legibility.labels_over_markers(fig, ax)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.set_xscale("log")
+    xs = lineage_figures.dodged([1000, 1000, 3000], [0.64, 0.64, 0.5], 0.4)
+    for x, y, m, g in zip(xs, [0.64, 0.64, 0.5], "s*o", ("crossover_archive", "continue", "full")):
+        ax.plot([x], [y], marker=m, ms=7, ls="", gid=g)
+    ax.set_xlim(100, 10000)
+    ax.set_ylim(0.4, 0.8)
+    fig.canvas.draw()
+    style.place_labels(ax, [(xs[0], 0.64, "crossover_archive (16)", "k"), (xs[1], 0.64, "continue (16)", "k")],
+                       avoid_markers=True)
+    assert legibility.stacked_markers(fig, ax) == [] and legibility.labels_over_markers(fig, ax) == []
+    plt.close(fig)
+    assert lineage_figures._seeds(8, 8) == "8" and lineage_figures._seeds(8, 16) == "8–16"
+
+
+def test_fig3i_hides_no_marker_and_no_name_and_says_n_once():
+    d = lineage_figures.lineage.load_data("cpu")
+    if d is None:
+        pytest.skip("no lineage data at cpu scale")
+    fig = lineage_figures.draw_accuracy_compute(d["everything"], d["families"], d["work"])
+    try:
+        for ax in fig.axes:
+            assert legibility.stacked_markers(fig, ax) == []
+            assert legibility.labels_over_markers(fig, ax) == []
+        legend = fig.legends[0]
+        assert not [t.get_text() for t in legend.get_texts() if re.search(r"(\d+)–\1\b", t.get_text())]
+        assert legibility.small_texts(fig) == []
+        colours = {h.get_gid(): h.get_color() for h in fig.axes[0].get_lines() if h.get_gid()}
+        one_shot = [a for a in colours if a.startswith("baseline_") and "@k" not in a]
+        assert len({str(colours[a]) for a in one_shot}) > 1, "every one-shot model in one colour"
+    finally:
+        plt.close(fig)
+
+
+def test_fig3h_draws_the_design_that_holds_two_skills():
+    """The README's lead figure asks which design holds several skills: it draws the lineage study's designs, the
+    only one that holds two among them (``continue_archive``). Planted: the skill-combining study's rows alone lack it."""
+    from lib.society.studies.skills import figures as skills_figures
+    d = skills_figures.load_data("cpu")
+    if d.get("lineage") is None:
+        pytest.skip("no lineage data at cpu scale")
+
+    def rows_drawn(fig) -> set[str]:
+        return {t.get_text().split(" (n=")[0] for t in fig.axes[0].get_yticklabels()}
+    fig = skills_figures.draw_panel("fig3h_skills_chosen_agent", d)
+    old = skills_figures.draw_chosen_agent(d["rows"], d["families"])
+    try:
+        assert {"continue", "continue_archive", "continue@higher"} <= rows_drawn(fig)
+        assert "continue_archive" not in rows_drawn(old)
+        assert legibility.small_texts(fig) == []
+    finally:
+        plt.close(fig)
+        plt.close(old)
+    files = " ".join(d["files"])
+    assert "society_lineage/continue_archive_s" in files and "society_lineage/baseline_" not in files
+
+
+def test_the_check_catches_a_title_wrapped_inside_a_phrase_and_s3i_has_none(cpu):
+    """Planted: S3i's title as textwrap broke it ("... (it counts in the" / "pooled row)"); style.wrap_phrases
+    breaks between phrases, and the drawn S3i has no line that opens a bracket it does not close."""
+    note = ("strings not drawn: the children's parents score 0.001 on the novel region, no skill to lose (largest "
+            "mean step over arms: 0.002) (it counts in the pooled row)")
+    fig = plt.figure()
+    fig.suptitle("\n".join(textwrap.wrap(note, 150, break_long_words=False)))  # as S3i was drawn (150 characters)
+    assert legibility.titles_broken_inside_a_phrase(fig) == ["strings not drawn: the children's parents score 0.",
+                                                            "pooled row)"]
+    fig.suptitle("\n".join(style.wrap_phrases(note, 150)))
+    assert legibility.titles_broken_inside_a_phrase(fig) == []
+    plt.close(fig)
+    assert all(len(line) <= 40 for line in style.wrap_phrases(note, 40)[:-1] if "(" not in line)
+    fig = society_results.draw_skill_loss(cpu["rows"], cpu["families"], generation="first")
+    try:
+        assert legibility.titles_broken_inside_a_phrase(fig) == []
+    finally:
+        plt.close(fig)
+
+
+README_PANELS = re.findall(r"figures/cpu/(\w+)\.png", (REPO_ROOT / "README.md").read_text())
+README_LEGEND_LEFT: set[str] = set()  # none: Fig. 3a's legend (6.2 pt beside its panel, ~5 pt shown) moved below it
+
+
+def test_a_legend_under_7_pt_at_the_readme_width_is_caught():
+    """Planted: fig3g's old legend (7 pt beside three panels, ~8 px at the README's width) is caught, the same legend
+    at 8.5 pt below the panels is not."""
+    fig, axes = plt.subplots(1, 3, figsize=(12.4, 3.8))
+    for k in range(16):
+        axes[0].plot([0, 1], [k, k], label=f"design {k} (n = 16)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
+    assert legibility.readme_legend_sizes(fig)[0][1] < 7
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 3, figsize=(10.6, 5.4))
+    for k in range(16):
+        axes[0].plot([0, 1], [k, k], label=f"design {k} (n = 16)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8.5)
+    assert legibility.readme_legend_sizes(fig)[0][1] >= 7
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", [n for n in README_PANELS if n not in README_LEGEND_LEFT])
+def test_every_readme_panels_legend_reads_at_the_readme_width(name):
+    experiment = next(e for e in plots.EXPERIMENTS if any(p.name == name for p in plots.module(e).PANELS))
+    data = _panel_data(experiment, "cpu")
+    if data is None:
+        pytest.skip(f"no {experiment} data at cpu scale")
+    fig = style.draw_panel(plots.module(experiment).PANELS, name, data)
+    try:
+        small = [x for x in legibility.readme_legend_sizes(fig) if x[1] < legibility.MIN_SHOWN_PT]
+        assert small == [], (name, small[:3])
+    finally:
+        plt.close(fig)

@@ -188,6 +188,8 @@ def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
                         "note": "earlier rows of this folder were written from a dirty tree"}
         if same:
             m["git"] = {**m["git"], **_commits_of(old.get("git") or {}, m["git"])}
+            if "run_config" in m:  # the run config is an invocation's (its arms, seeds): keep every one
+                m["invocations"] = _invocations_of(old, m)
         if same and old.get("allow_dirty"):
             m["allow_dirty"] = True
         return write_json(folder / MANIFEST, m)
@@ -201,6 +203,22 @@ def _commits_of(old: dict, new: dict) -> dict:
     if old.get("note") and "note" not in new:
         out["note"] = old["note"]
     return out
+
+
+def _invocation(m: Mapping[str, Any]) -> dict | None:
+    """One invocation of a runner that writes ``run_config``: its arms, seeds and commit (``None`` without one)."""
+    rc = m.get("run_config")
+    if not isinstance(rc, Mapping):
+        return None
+    return {"arms": rc.get("arms"), "seeds": rc.get("seeds"), "commit": (m.get("git") or {}).get("commit")}
+
+
+def _invocations_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict]:
+    """Every invocation that wrote a folder (:func:`_invocation`), oldest first, each once: ``run_config`` is only
+    the last one's, so a folder filled by several calls (``--arms``, ``--seeds``) would otherwise forget the others."""
+    seen = list(old.get("invocations") or [x for x in [_invocation(old)] if x])
+    now_ = _invocation(new)
+    return seen + ([now_] if now_ and now_ not in seen else [])
 
 
 def manifest_fix(folder: str | Path) -> str:

@@ -102,7 +102,7 @@ def engines_table(scale: str = "cpu") -> str:
     dtype, rows per generate call) the seconds of each phase and of the decoding ones (evaluate, screen, inherit;
     training does not depend on the engine, so it runs once per dtype), generated tokens per second, and how many
     of its answers are the reference run's, character for character."""
-    files = sorted(data_dir(scale, "paper_engines").glob("*.json"))
+    files = sorted(f for f in data_dir(scale, "paper_engines").glob("*.json") if f.name != "manifest.json")
     if not files:
         return "No data yet: run `python benchmarks/gpu_society.py` (see above).\n"
     lines = []
@@ -140,5 +140,23 @@ def gpu_cost_table(scale: str = "paper", experiment: str = "society_crossover") 
                      "generated tok/s", "trained tok/s", "device"], lines)
 
 
+def trial_steps(trial: str):
+    """The value ``paper-steps-<trial>``: the LoRA steps its trained models took (the rows' ``train_steps``) and the
+    minutes each took (``train_s``), a range where several models trained; ``—`` without the trial's rows."""
+    def value(scale: str = "cpu") -> str:
+        done = {}
+        for r in read_rows(scale):
+            if r["trial"] == trial and r.get("train_steps"):
+                done[r["model"]] = (float(r["train_steps"]), float(r["train_s"]) / 60)
+        if not done:
+            return "—"
+        steps = sorted({round(v[0]) for v in done.values()})
+        mins = sorted(round(v[1]) for v in done.values())
+        step_text = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}–{steps[-1]}"
+        min_text = f"{mins[0]}" if mins[0] == mins[-1] else f"{mins[0]}–{mins[-1]}"
+        return f"{step_text} LoRA steps, {min_text} min{' each' if len(done) > 1 else ''}"
+    return value
+
+
 TABLES = {"paper-testbed": testbed_table, "paper-engines": engines_table, "paper-gpu-cost": gpu_cost_table}
-VALUES: dict = {}
+VALUES: dict = {f"paper-steps-{t}": trial_steps(t) for t in ("t1", "t2", "t3", "t4")}

@@ -12,11 +12,18 @@ progress files recorded them (:func:`lib.society.data.shard_work`), the tokens t
 calls, the seed's founders' training added once to every run that starts from them.
 
 Placement (:func:`placement`): a society design against the one-shot frontier at its own compute. Its rival is the
-one-shot model (a baseline: one model, no population) of the same folder (one float path) with the highest mean
+one-shot model (a baseline: one model, no population) of the same group of runs with the highest mean
 selection-pool accuracy among those whose mean steps per seed are at most the design's and that share enough of its
 seeds to place it (``MIN_PAIRED_N``, or all the design has; never chosen on test); the
 paired difference of the chosen agents' test accuracy places it *above* (the sign-flip interval above 0), *below*
-(under 0) or *on* the frontier.
+(under 0) or *on* the frontier (the interval holds 0: not equivalence). The rule for the rival, the 6 shared seeds
+included, was fixed after the study's pre-registration, which named only "the frontier".
+
+What is paired with what (:func:`load_data`'s ``groups``): this study's own folder, one float path (AVX2, one thread,
+recorded per shard), its designs with its one-shot models; and the earlier studies' folders joined as they paired
+them, the skill-combining study's (AVX-512, recorded) with the society study's (AMD EPYC; its manifest records no
+kernel level): there a design of either folder may be paired with a one-shot model of the other, by seed, as those
+studies did.
 """
 from __future__ import annotations
 
@@ -155,8 +162,10 @@ def placement(rows: pd.DataFrame, families, table: pd.DataFrame | None = None) -
 
 def placements(groups: list[pd.DataFrame], families) -> pd.DataFrame:
     """:func:`placement` within each group of runs paired by seed (``load_data``'s ``groups``), one line per design:
-    where two groups place it, the one with more seeds."""
-    p = pd.concat([placement(g, families) for g in groups], ignore_index=True)
+    where two groups place it, the one with more seeds. ``runs``: the folders of the group that placed it (its
+    ``pairing``), so that a design run in two folders (``crossover``) says whose steps and seeds these are."""
+    p = pd.concat([placement(g, families).assign(runs=g["pairing"].iloc[0] if "pairing" in g and len(g) else None)
+                   for g in groups], ignore_index=True)
     return p.sort_values("n", ascending=False, kind="stable").drop_duplicates("arm").sort_values(
         ["steps", "arm"], kind="stable").reset_index(drop=True)
 

@@ -48,30 +48,55 @@ def shown(arm: str, own: set) -> bool:
         a is not None and (a.is_baseline or (a.role in ("primary", "reference") and not a.added)))
 
 
+DODGE = 1.07          # the factor that moves a marker right, off another at (nearly) the same point
+NEAR_DECADES = 0.02   # two markers closer than this on the log x axis ...
+NEAR_SHARE = 0.012    # ... and than this share of the y axis's range are moved apart
+
+
+def dodged(x, y, y_span: float) -> np.ndarray:
+    """``x`` with each point that would sit on an earlier one (within :data:`NEAR_DECADES` on the log axis and
+    :data:`NEAR_SHARE` of ``y_span``) moved right by :data:`DODGE` until it sits on none: two designs at one point
+    (``full`` and ``niche``, ``crossover`` and ``continue@higher``) are both seen. In the order given."""
+    x, y = np.asarray(x, dtype=float).copy(), np.asarray(y, dtype=float)
+    for i in range(len(x)):
+        while any(abs(np.log10(x[i] / x[j])) < NEAR_DECADES and abs(y[i] - y[j]) < NEAR_SHARE * y_span
+                  for j in range(i)):
+            x[i] *= DODGE
+    return x
+
+
+def _seeds(n_lo: int, n_hi: int) -> str:
+    return f"{n_lo}" if n_lo == n_hi else f"{n_lo}–{n_hi}"
+
+
 def draw_accuracy_compute(rows, families, work):
-    """Panels (a) and (b) of the module's docstring: society designs in their arms' colours, named beside their
-    markers; one-shot models black and hollow, each in its own marker (the legend), the frontier's lines grey."""
+    """Panels (a) and (b) of the module's docstring: every model in its arm's colour and marker (one-shot models
+    hollow, in the legend; society designs filled, named beside their markers, no name over a marker); markers that
+    would coincide moved apart along x (:func:`dodged`); the frontier's lines grey."""
     own = set(rows.loc[rows["study"] == EXPERIMENT, "arm"])
     t = lineage.compute_table(rows, families, work)
-    t = t[t["arm"].map(lambda a: shown(a, own))]
+    t = t[t["arm"].map(lambda a: shown(a, own))].reset_index(drop=True)
     base = float(base_scores(rows, ["overall"])["overall"].mean())
     fig, axes = plt.subplots(1, 2, figsize=(11.0, 7.2))
     for ax, col in zip(axes, ("test", "held")):
+        span = (np.nanmax(t["hi"]) - np.nanmin(t["lo"])) if col == "test" else len(families) + 0.2
+        x = dodged(t["steps"], t[col], span)
         for line, ls in zip(FRONTIER, ("--", "-.")):
-            pts = t[t["arm"].str.startswith(line + "@k")].sort_values("steps")
+            on = t["arm"].str.startswith(line + "@k")
+            pts = pd.DataFrame({"x": x[on], "y": t.loc[on, col], "n": t.loc[on, "n"]}).sort_values("x")
             if len(pts) > 1:
-                ax.plot(pts["steps"], pts[col], color=style.REFERENCE_GREY, lw=1.0, ls=ls, zorder=1,
-                        label=f"{arms.label(line)}, k founders' steps (n={int(pts['n'].min())}–{int(pts['n'].max())})"
+                ax.plot(pts["x"], pts["y"], color=style.REFERENCE_GREY, lw=1.0, ls=ls, zorder=1,
+                        label=f"{arms.label(line)}, k founders' steps ({_seeds(int(pts['n'].min()), int(pts['n'].max()))})"
                         if col == "test" else None)
-        for _, r in t.iterrows():
+        for i, r in t.iterrows():
             st = style.arm_style(r["arm"])
-            colour = "black" if r["baseline"] else st["color"]
+            colour = st["color"]
             if col == "test" and np.isfinite(r["lo"]):
-                ax.plot([r["steps"]] * 2, [r["lo"], r["hi"]], color=colour, lw=1.0, zorder=2, alpha=0.8)
+                ax.plot([x[i]] * 2, [r["lo"], r["hi"]], color=colour, lw=1.0, zorder=2, alpha=0.8)
             on_line = pd.notna(r["k"])  # k: NaN off the frontier (a float column)
-            ax.plot([r["steps"]], [r[col]], marker=st["marker"], ms=4 if on_line else 7, color=colour,
-                    mfc="white" if r["baseline"] else colour, ls="", zorder=3,
-                    label=f"{arms.label(r['arm'])} (n={r['n']})" if r["baseline"] and not on_line and col == "test"
+            ax.plot([x[i]], [r[col]], marker=st["marker"], ms=4 if on_line else 7, color=colour, mew=1.3,
+                    mfc="white" if r["baseline"] else colour, ls="", zorder=3, gid=r["arm"],
+                    label=f"{arms.label(r['arm'])} ({r['n']})" if r["baseline"] and not on_line and col == "test"
                     else None)
         if col == "test":
             ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
@@ -79,6 +104,7 @@ def draw_accuracy_compute(rows, families, work):
         ax.set_xlim(right=t["steps"].max() * 4)  # room for the names right of the costliest designs
         ax.set_xlabel("LoRA optimizer steps per seed (log; founders included)")
         ax.grid(alpha=0.3)
+        t[f"x_{col}"] = x
     axes[0].set_ylabel("chosen agent: test accuracy")
     axes[0].set_title("(a) accuracy against compute", fontsize=10)
     axes[1].set_ylabel(f"skills held (novel accuracy ≥ {HELD}; of {len(families)})")
@@ -88,10 +114,11 @@ def draw_accuracy_compute(rows, families, work):
     fig.suptitle("Every design and one-shot model at its compute: filled and named, a society; hollow, one model",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
-    for ax, col in zip(axes, ("test", "held")):  # the societies named once the layout is set, no two labels on one spot
-        style.place_labels(ax, [(r["steps"], r[col], f"{r['arm']} ({r['n']})", style.arm_style(r["arm"])["color"])
-                                for _, r in t[~t["baseline"].astype(bool)].iterrows()])
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=8.5, frameon=False)
+    for ax, col in zip(axes, ("test", "held")):  # the societies named once the layout is set, over no marker
+        style.place_labels(ax, [(r[f"x_{col}"], r[col], f"{r['arm']} ({r['n']})", style.arm_style(r["arm"])["color"])
+                                for _, r in t[~t["baseline"].astype(bool)].iterrows()], avoid_markers=True)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=9, frameon=False,
+               title="one-shot models and references (seeds)", title_fontsize=9)
     return fig
 
 
@@ -99,7 +126,8 @@ PANELS = [
     Panel("fig3i_accuracy_compute", lambda d: draw_accuracy_compute(d["everything"], d["families"], d["work"]),
           "The lineage study: every society design (filled) and one-shot model (hollow) with a selection pool, "
           f"(a) the chosen agent's test accuracy (mean, {BOUNDED_T_CI}) and (b) the skills it holds, against the "
-          "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them). Grey "
+          "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them; markers "
+          "that would coincide are moved apart to the right by 7 % steps at a time). Grey "
           "lines: the one-shot frontier (distill-all dashed, multitask dash-dotted, trained for k founders' steps); "
           "dotted: the bare base. "
           "The y axis of (a) does not start at 0."),

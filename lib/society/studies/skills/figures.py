@@ -19,7 +19,7 @@ from lib import style
 from lib.core.stats import BOUNDED_T_CI, bounded_t_ci
 from lib.society import arms
 from lib.society.arms import BASE_MODEL, BASELINES, CROSSOVER_PRIMARY, CROSSOVER_SECONDARY, MULTITASK
-from lib.society.data import CROSSOVER, STUDY, config_of, files_of, society_rows
+from lib.society.data import CROSSOVER, LINEAGE, STUDY, config_of, files_of, society_rows
 from lib.society.studies.frames import base_scores
 from lib.society.studies.skills.comparisons import HELD, arm_summary, chosen_agents, primary_table
 from lib.style import Panel, save_rows_panels
@@ -60,7 +60,31 @@ def load_data(scale: str) -> dict:
     folders = studies(scale)
     rows = society_rows(scale, *folders, finished=True, order="config")  # raises naming the command without rows
     rows = rows[rows["arm"].isin(study_arms(scale))]
-    return {"rows": rows, "families": list(config_of(CROSSOVER, scale).families), **files_of(scale, *folders)}
+    files = files_of(scale, *folders)
+    later = lineage_designs(scale)
+    if later is not None:  # Fig. 3h shows them too (their shards are listed with its data); no table reads them here
+        drawn = {f"{a}_s" for a in set(later["arm"])}
+        more = files_of(scale, LINEAGE)
+        for k in ("files", "progress"):
+            files[k] = files[k] + [f for f in more[k] if any(f.rsplit("/", 1)[-1].startswith(d) for d in drawn)]
+        files["configs"] = files["configs"] + more["configs"]
+    return {"rows": rows, "lineage": later, "families": list(config_of(CROSSOVER, scale).families), **files}
+
+
+def lineage_designs(scale: str) -> pd.DataFrame | None:
+    """The finished runs of the society designs the lineage study added (``continue`` and its variants: its folder's
+    arms that are no baseline and not this study's), for Fig. 3h; ``None`` without them."""
+    if config_of(LINEAGE, scale) is None:
+        return None
+    rows = society_rows(scale, LINEAGE, finished=True, required=False)
+    if rows is None:
+        return None
+    new = [a for a in dict.fromkeys(rows["arm"]) if not arms.is_baseline(a) and a not in study_arms(scale)]
+    return rows[rows["arm"].isin(new)] if new else None
+
+
+def _with_lineage(data: dict) -> pd.DataFrame:
+    return data["rows"] if data.get("lineage") is None else pd.concat([data["rows"], data["lineage"]], ignore_index=True)
 
 
 def _points(rows: pd.DataFrame, families) -> pd.DataFrame:
@@ -108,15 +132,16 @@ def draw_chosen_agent(rows: pd.DataFrame, families):
     fig.suptitle("The model a reader takes away (best on the selection pool): which design holds several skills?",
                  fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()  # the three reference lines, once for every panel
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False,
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.035, 1, 1))
     return fig
 
 
 PANELS = [
-    Panel("fig3h_skills_chosen_agent", lambda data: draw_chosen_agent(data["rows"], data["families"]),
-          "The skill-combining study: for the bare base, every society design and every baseline (rows, seeds in "
+    Panel("fig3h_skills_chosen_agent", lambda data: draw_chosen_agent(_with_lineage(data), data["families"]),
+          "The skill-combining study, with the lineage study's designs (continue and its variants): for the bare "
+          "base, every society design and every baseline (rows, seeds in "
           "brackets), the model a reader would take away (the last generation's agent best on the selection pool; a "
           f"baseline's one model): its test accuracy on each family's novel region and overall. Dots: seeds; mean, "
           f"{BOUNDED_T_CI}. Dotted: the bare base's mean; dash-dotted: multitask's; dashed: {HELD}, where a skill "

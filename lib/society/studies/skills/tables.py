@@ -126,7 +126,7 @@ def _design_lines(scale: str) -> tuple[list[dict], dict]:
     running one's, then the first of :data:`FOLDERS`), and the reference models. A line is *interim* while its
     arm has fewer seeds than its running study pre-registered for it."""
     fams, seen, lines = _families(scale), {}, []
-    refs, finished = _references(scale, fams), {f: study_finished(f, scale) for f in RUNNING}
+    refs, finished = references(scale, fams), {f: study_finished(f, scale) for f in RUNNING}
     for folder in FOLDERS:
         rows = society_rows(scale, folder, finished=True, required=False)
         if rows is None:
@@ -165,7 +165,7 @@ def study_finished(study: str, scale: str) -> bool:
     return all(done.get(a, 0) >= len(cfg.seeds_of(a)) for a in primary)
 
 
-def _references(scale: str, fams) -> dict:
+def references(scale: str, fams) -> dict:
     """The bare base, the best one-shot model (chosen on the selection pool) and multitask, from the finished
     studies: the skill-combining study's rows once it is finished (:func:`skills_finished`), else the society
     study's."""
@@ -214,7 +214,7 @@ def _population_only(x: dict) -> str:
 SUMMARY_SEEDS = 8  # the summary's statements name designs run on at least this many seeds
 
 
-def _ranked(scale: str, *, headline: bool = False) -> tuple[list[dict], dict]:
+def ranked_designs(scale: str, *, headline: bool = False) -> tuple[list[dict], dict]:
     """The designs of finished studies with a chosen agent on :data:`SUMMARY_SEEDS` or more seeds (a running study's
     interim rows make no headline), and the references. Best mean test first; ``headline``: only the designs a
     study pre-registered as its own (role ``primary`` or ``reference``: no secondary control such as ``@gold``),
@@ -226,44 +226,6 @@ def _ranked(scale: str, *, headline: bool = False) -> tuple[list[dict], dict]:
               and spec(x["arm"]).role in ("primary", "reference") and not spec(x["arm"]).added]
         return sorted(ok, key=lambda x: -float(x["select"])), refs
     return sorted(ok, key=lambda x: -float(x["chosen"].mean())), refs
-
-
-def society_best_designs(scale: str) -> str:
-    """The three pre-registered designs whose chosen agents score highest on the selection pool (the studies' rule
-    for their best design), with their mean test accuracy."""
-    ranked, _ = _ranked(scale, headline=True)
-    return ", ".join(f"`{x['arm']}` {fmt(x['chosen'].mean())}" for x in ranked[:3]) or "—"
-
-
-def society_reference(name: str) -> Callable[[str], str]:
-    """The mean test accuracy of the reference ``name`` of :func:`_references` (and its arm for a chosen one)."""
-    def value(scale: str) -> str:
-        arm, v, _ = _references(scale, _families(scale))[name]
-        return f"{label(arm) + ' ' if arm and arm != MULTITASK else ''}{fmt(v.mean())}"
-    return value
-
-
-def society_skills_kept(scale: str) -> str:
-    """Per family, the highest mean novel-region accuracy of any design's chosen agent (which design)."""
-    fams, best = _families(scale), {}
-    for folder in [f for f in FOLDERS if f != CROSSOVER or skills_finished(scale)]:  # finished studies only
-        rows = society_rows(scale, folder, finished=True, required=False)
-        if rows is None or "select_overall" not in set(rows["metric"]):
-            continue
-        ch = chosen_agents(rows, fams)
-        ch = ch[~ch["arm"].map(is_baseline) & (ch.groupby("arm")["seed"].transform("nunique") >= SUMMARY_SEEDS)]
-        for f in fams:
-            m = ch.groupby("arm")[f"test_{f}_novel"].mean()
-            if len(m) and (f not in best or m.max() > best[f][1]):
-                best[f] = (str(m.idxmax()), float(m.max()))
-    return ", ".join(f"{f} {fmt(v)} (`{a}`)" for f, (a, v) in best.items()) or "—"
-
-
-def society_held_most(scale: str) -> str:
-    """The most skills (of the families) a design's chosen agent holds on average, and which design."""
-    ranked, _ = _ranked(scale)
-    top = max(ranked, key=lambda x: x["held"], default=None)
-    return "—" if top is None else f"{fmt(top['held'], 2)} (`{top['arm']}`)"
 
 
 def skills_machines(scale: str) -> str:
@@ -328,11 +290,7 @@ TABLES: dict[str, Callable[[str], str]] = {"skills-primary": skills_primary, "sk
                                            "skills-secondary": skills_secondary, "skills-machines": skills_machines,
                                            "skills-pilot": skills_pilot,
                                            "society-designs": society_designs}
-VALUES: dict[str, Callable[[str], str]] = {
-    "society-best-designs": society_best_designs, "society-base-chosen": society_reference(BASE_MODEL),
-    "society-best-one-shot": society_reference("best one-shot model"),
-    "society-multitask-chosen": society_reference(label(MULTITASK)), "society-skills-kept": society_skills_kept,
-    "society-held-most": society_held_most}
+VALUES: dict[str, Callable[[str], str]] = {}  # the summary's society numbers: lineage.tables' society-answer
 
 
 # ----------------------------------------------------------------------------- one number per baseline and per arm

@@ -126,7 +126,7 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     colours = {a: arm_style(a)["color"] for a in arms}
     baselines = [a for a in dict.fromkeys(rows["arm"]) if is_baseline(a)]
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
-    fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 5.4), sharey=True)
     axes = np.atleast_1d(axes)
     fig.subplots_adjust(left=0.06, right=0.99, wspace=0.08, top=0.85, bottom=0.15)  # close to tight_layout's
     founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
@@ -161,11 +161,12 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
         ax.set_title(f"{fam}", fontsize=9)
     axes[0].set_ylabel("test accuracy, all families (population)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    # below the panels, in columns: beside them it made the figure so wide that the README's width shrank it to ~8 px
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8.5, frameon=False)
     fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds); "
                  "x on a symmetric-log scale, linear below 0.01\nblack, hollow: the baselines (one model each); "
                  "markers at one spot set side by side, the first at the spot", fontsize=8.5)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04 + 0.03 * -(-len(labels) // 4), 1, 1))
     return fig
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 from lib.society.arms import BESIDE, LEXICASE as LEXICASE_LINES, NO_GROUNDING, REFERENCE, SEED_BUDGET_ARM
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import LEXICASE, RECOMBINATION, STUDY, config_of, ledger_of, society_rows, society_walls
+from lib.society.data import CROSSOVER, LEXICASE, LINEAGE, RECOMBINATION, STUDY, config_of, ledger_of, society_rows, society_walls
 from lib.society.studies.study.comparisons import (arm_table, founders_of, grid_choices, is_primary_arm, paired,
                                                    population_scores, primary_table, secondary_table,
                                                    seeds_on_other_founders, study_cost, verdict,
@@ -277,4 +277,6 @@ VALUES: dict[str, Callable[[str], str]] = {"study-verdicts": study_verdicts,
                                            "study-lexicase-beside": study_lexicase_beside,
                                            "study-lexicase-summary": study_lexicase_summary,
                                            "study-cost": study_cost_text,
+                                           "crossover-cost": lambda scale: study_cost_text(scale, CROSSOVER),
+                                           "lineage-cost": lambda scale: study_cost_text(scale, LINEAGE),
                                            "study-lexicase-cost": lambda scale: study_cost_text(scale, LEXICASE)}

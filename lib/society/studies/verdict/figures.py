@@ -277,7 +277,8 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
                  + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else ""),
                  fontsize=7, loc="left", pad=16)
     h, lab = _in_order(a1, arms)
-    a1.legend(h, lab, fontsize=6.2, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    rows_ = -(-len(lab) // 5)  # below both panels, 8.5 pt: the README shows Fig. 3a at its column's width
+    fig.legend(h, lab, fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
     last = last_generation_table(df, metric)
     last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
@@ -295,7 +296,8 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
-    fig.tight_layout()
+    fig.set_figheight(fig.get_figheight() + 0.3 * rows_)
+    fig.tight_layout(rect=(0, (0.3 * rows_ + 0.15) / fig.get_figheight(), 1, 1))
     return fig
 
 
@@ -416,7 +418,7 @@ _B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p
 PANELS: list[Panel] = [
     Panel("fig3a_society_test_accuracy",
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
-          "Held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
+          "The first verdict: held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
           "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
           "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
           f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),

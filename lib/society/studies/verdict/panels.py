@@ -24,6 +24,7 @@ from lib.society.studies import frames
 from lib.society.studies.verdict import comparisons as sr
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
 from lib.society.arms import BASELINE_PREFIX, BESIDE, SEED_GRID_BASELINES, is_baseline, label
+from lib.society.baselines import grid_of
 from lib import style
 from lib.society import arms
 from lib.style import (DiffLayout, P_LABEL_PAD, REFERENCE_GREY, WILSON_CI, Panel, arm_style, ci_note, dodges, interval_bar,
@@ -235,7 +236,7 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
              f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); right of each panel: "
              "exact sign-flip p, n seeds"] + ([note] if note else [])
     chars = int(fig.get_size_inches()[0] * 14)  # each part wrapped at the figure's width, never mid-part if it fits
-    fig.suptitle("\n".join(w for ln in lines for w in textwrap.wrap(ln, chars, break_long_words=False)), fontsize=8)
+    fig.suptitle("\n".join(w for ln in lines for w in style.wrap_phrases(ln, chars)), fontsize=8)
     fig.tight_layout(w_pad=5.5)  # it makes room for the title, and no more: no empty band under it
     return fig
 
@@ -499,9 +500,11 @@ def draw_method_costs(df: pd.DataFrame, families, walls: pd.DataFrame | None = N
 
 # ----------------------------------------------------------------------------- registry
 
-# The first verdict's TIES and DARE-TIES were tuned on its seed grid only (under-tuned there; the society study's
-# re-run, S3n and Fig. 3g, is the number to use: docs/results.md): its panels name them so, never as the tuned ones.
-SEED_GRID = SEED_GRID_BASELINES
+# The first verdict's task arithmetic, TIES and DARE-TIES chose their hyperparameters on its seed grid only
+# (under-tuned there; the society study's re-run, S3n and Fig. 3g, is the number to use: docs/results.md): its panels
+# name them so, never as the tuned ones. Every baseline the seed grid tunes (lib.society.baselines.grid_of), not only
+# lib.society.arms.SEED_GRID_BASELINES (TIES and DARE-TIES), which left task arithmetic unmarked.
+SEED_GRID = tuple(dict.fromkeys((*SEED_GRID_BASELINES, *grid_of("seed"))))
 SEED_GRID_NOTE = " (seed grid)"
 
 

@@ -319,6 +319,36 @@ def society_primary(scale: str) -> str:
                       "Holm p"], lines)
 
 
+ABLATION = ((NO_GROUNDING, MAIN), ("no_diversity", MAIN), ("no_sex", RECOMBINATION))  # the paper's four arms but full
+
+
+def ablation(scale: str) -> pd.DataFrame:
+    """The paper's four-arm ablation (``full`` and each arm of :data:`ABLATION`, one operator switched off): per arm
+    its folder, ``n`` seeds, the population's test accuracy at the last generation (``accuracy, acc_lo, acc_hi``),
+    the arm − the ``full`` run of its own folder paired by seed (``mean, lo, hi``, sign-flip; ``p``) and − the bare
+    base (``base_mean, base_lo, base_hi, base_p``; NaN where the folder lacks it) (:func:`method_summary`)."""
+    main = _methods(scale)
+    out = [{**main.loc[REFERENCE].to_dict(), "arm": REFERENCE, "folder": MAIN}]
+    for arm, folder in ABLATION:
+        t = main if folder == MAIN else (method_summary(_breeding_rows(scale), _families(scale)).set_index("method")
+                                         if _breeding_rows(scale) is not None else None)
+        if t is not None and arm in t.index:
+            out.append({**t.loc[arm].to_dict(), "arm": arm, "folder": folder})
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
+@_needs()
+def ablation_table(scale: str) -> str:
+    """:func:`ablation` as the README shows it."""
+    lines = [f"| `{r.arm}` | {'nothing: grounded, recombining, diverse' if r.arm == REFERENCE else what(r.arm)} | "
+             f"`{r.folder}` | {int(r.n)} | {_acc(r.accuracy, r.acc_lo, r.acc_hi)} | "
+             + ("— | — |" if r.arm == REFERENCE else f"{_diff(r['mean'], r.lo, r.hi)} | {p_text(r.p)} |")
+             + f" {_diff(r.base_mean, r.base_lo, r.base_hi) if np.isfinite(num(r.base_mean)) else '—'} |"
+             for _, r in ablation(scale).iterrows()]
+    return markdown(["arm", "what it changes", "folder", "seeds", "test, last generation [95 % CI (t, within [0, 1])]",
+                     "− `full` of its folder [95 % CI (sign-flip)]", "p", "− the bare base [95 % CI (sign-flip)]"], lines)
+
+
 # ----------------------------------------------------------------------------- values inside sentences
 
 
@@ -413,7 +443,7 @@ TABLES: dict[str, Callable[[str], str]] = {
     "society-founder-selection": founder_selection_table, "society-skill-loss": skill_loss_table,
     "society-generalists": generalists_table, "society-operators": operators_table,
     "society-recombination": recombination_table, "society-recombination-skill": recombination_skill_table,
-    "society-secondary": secondary_table}
+    "society-secondary": secondary_table, "society-ablation": ablation_table}
 VALUES: dict[str, Callable[[str], str]] = {
     "society-seeds": _with_data(_n_seeds), "society-arms": _with_data(lambda s: _n_arms(s, False)),
     "society-baselines": _with_data(lambda s: _n_arms(s, True)), "society-runs": _with_data(_n_runs),
