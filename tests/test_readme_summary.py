@@ -8,6 +8,7 @@ import re
 import pytest
 
 from lib.core.paths import REPO_ROOT
+from lib.society import arms
 from lib.society.studies.lineage.tables import verdict_groups
 from lib.society.studies.skills.tables import SUMMARY_SEEDS
 
@@ -197,7 +198,7 @@ def ablation_problems(words: str, lines: list[list[str]]) -> list[str]:
 
 def test_the_ablation_words_follow_its_table():
     lines = _block("society-ablation")
-    assert [c[0] for c in lines] == ["`full`", "`no_grounding`", "`no_diversity`", "`no_sex`"]
+    assert [c[0] for c in lines] == ["`full`", *(f"`{a}`" for a in arms.SEED_ARMS if a != arms.REFERENCE)]
     assert ablation_problems(WORDS, lines) == []
     assert ablation_problems(WORDS.replace("`no_diversity` ties `full`", "`no_diversity` ends below `full`"), lines)
     planted = [c[:5] + ["+0.010 [+0.002, +0.020]"] + c[6:] if c[0] == "`no_sex`" else c for c in lines]

@@ -149,7 +149,7 @@ ARMS: tuple[ArmSpec, ...] = (
             Look(X["pear"], "D"), grounded=False, merge=None, diversity=False, inherit="continue", climb="vote",
             single=True),
     ArmSpec("baseline_hints", "baseline", "one LoRA on distill-all's data and the hints, for a climbing population's "
-            "steps (no climbing)", "one-shot training on what was given", Look(M["rose"], "h", "hints, one-shot"),
+            "steps (no climbing)", "one-shot training on what was given", Look(B["cyan"], "h", "hints, one-shot"),
             climb="hints", single=True),
     ArmSpec("baseline_gold_climb", "baseline", "as baseline_hints, plus every round's climb prompts with their gold "
             "answers (the ceiling)", "supervised training on the rung", Look(M["sand"], "X", "gold climb data"),

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lib.core.stats import paired_permutation_test, sign_flip_ci
+from lib.society import arms
 from lib.society.arms import NO_GROUNDING, REFERENCE, is_baseline, what
 from lib.society.config import arm_seeds
 from lib.society.data import MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, society_rows, society_walls
@@ -319,7 +320,8 @@ def society_primary(scale: str) -> str:
                       "Holm p"], lines)
 
 
-ABLATION = ((NO_GROUNDING, MAIN), ("no_diversity", MAIN), ("no_sex", RECOMBINATION))  # the paper's four arms but full
+# the paper's four arms but full (the seed's v1 arms); no_sex ran in the recombination folder, the others in the first
+ABLATION = tuple((a, RECOMBINATION if arms.SPECS[a].merge is None else MAIN) for a in arms.SEED_ARMS if a != arms.REFERENCE)
 
 
 def ablation(scale: str) -> pd.DataFrame:
