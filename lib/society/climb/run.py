@@ -16,7 +16,7 @@ from lib.core.config import Frozen
 from lib.core.locks import shard_locks
 from lib.core.manifest import check_resumable, now, read_manifest, write_manifest
 from lib.core.paths import data_dir
-from lib.core.rows import last_done, read_shard, shard_path
+from lib.core.rows import last_done, shard_path
 from lib.core.tasks import verify
 from lib.engines.batched import check_trainer
 from lib.engines.models import base_identity, load_base
@@ -24,7 +24,7 @@ from lib.engines.timing import PhaseTimer
 from lib.society.climb.config import ClimbConfig, validate_config
 from lib.society.climb.loop import ClimbJob, run_climb_shard
 from lib.society.config import check_device
-from lib.society.rows import COLUMNS
+from lib.society.run import load_rows  # noqa: F401  (the society's reader serves a climb config as it is)
 
 __all__ = ["validate_config", "run_experiment", "shards", "shard_done", "manifest_config", "shard_status",
            "load_rows", "data_complete"]
@@ -60,16 +60,6 @@ def data_complete(cfg, folder: Path | None = None) -> bool:
     m = read_manifest(folder)
     return m is not None and m.get("config_hash") == cfg.hash and all(
         v == cfg.rounds for v in shard_status(cfg, folder).values())
-
-
-def load_rows(cfg, folder: Path | None = None) -> pd.DataFrame:
-    """The rows of ``cfg``'s shards on disk (arm by arm)."""
-    cfg = validate_config(cfg)
-    folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
-    parts = [read_shard(shard_path(folder, a, s), "generation", COLUMNS) for a, s in cfg.arm_runs()
-             if shard_path(folder, a, s).exists()]
-    parts = [p for p in parts if len(p)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
 def manifest_extra(cfg: ClimbConfig, folder: Path) -> dict:
