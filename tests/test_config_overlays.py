@@ -17,7 +17,11 @@ from lib.core.paths import CONFIGS, REPO_ROOT
 from lib.society.config import (LATER_KEYS, SCHEMA, SHARD_KEYS, SocietyConfig, load, load_file, resolve_arm,
                                 validate_config)
 
-MANIFESTS = sorted((REPO_ROOT / "data").glob("*/society*/manifest.json"))
+ALL_MANIFESTS = sorted((REPO_ROOT / "data").glob("*/society*/manifest.json"))
+# A folder made by one config keeps its hash; a folder of several settings (the climb's pilot) is an index of
+# subfolders, each with the manifest its runner wrote.
+MANIFESTS = [p for p in ALL_MANIFESTS if "config_hash" in json.loads(p.read_text())]
+INDEXES = [p for p in ALL_MANIFESTS if p not in MANIFESTS]
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
@@ -27,6 +31,15 @@ def test_every_committed_society_folder_keeps_its_config_hash(manifest):
     cfg = experiment.load(CONFIGS / exp / f"{scale}.yaml")  # the config that made it, from the overlays (its kind's)
     assert cfg.hash == m["config_hash"], f"{manifest}: configs/{exp}/{scale}.yaml no longer makes this folder"
     assert dict(cfg.core) == m["config"]  # key for key, as the manifest records it
+
+
+@pytest.mark.parametrize("index", INDEXES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_a_folder_without_one_config_is_an_index_of_folders_that_each_have_one(index):
+    subfolders = [d for d in index.parent.iterdir() if d.is_dir()]
+    assert subfolders, f"{index}: no config_hash and no subfolders; the runner writes one of the two"
+    for d in subfolders:
+        m = json.loads((d / "manifest.json").read_text())
+        assert m["config_hash"] and m["config"], d
 
 
 def test_every_society_config_is_an_overlay_of_the_base():
