@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
 
@@ -48,9 +49,37 @@ def test_each_notebook_imports_its_own_package_and_the_style_only():
         assert not stray, f"{nb.name} imports {stray}: a notebook reads its own package ({own})"
 
 
+def _notebook_lib_modules(nb) -> set[str]:
+    """The modules of ``lib`` a notebook's code imports (``from lib.a import b`` counts ``lib.a.b`` when ``b`` is a
+    module, else ``lib.a``); IPython's magics (``%...``) are left out of the parse."""
+    cells = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+    src = "\n".join(ln for c in cells for ln in "".join(c["source"]).splitlines() if not ln.lstrip().startswith("%"))
+    out = set()
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "lib":
+            subs = {f"{n.module}.{a.name}" for a in n.names if importlib.util.find_spec(f"{n.module}.{a.name}")}
+            out |= subs if len(subs) == len(n.names) else subs | {n.module}
+        elif isinstance(n, ast.Import):
+            out |= {a.name for a in n.names if a.name.split(".")[0] == "lib"}
+    return out
+
+
+def test_notebook_03_reads_the_society_through_at_most_three_modules():
+    mods = _notebook_lib_modules(REPO_ROOT / "notebooks" / "03_society_arms.ipynb")
+    assert mods == {"lib.society.run", "lib.society.studies"}, mods  # the loop's door and the studies' door
+    assert len(mods) <= 3
+
+
+def test_the_notebook_import_count_sees_every_module(tmp_path):
+    nb = tmp_path / "x.ipynb"  # a planted notebook of the old form: 4 modules, one of them by a from-import
+    cell = "%matplotlib inline\nfrom lib.society import run as s, format_p\nimport lib.style\nfrom lib.society.studies.verdict import figures"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": cell}]}))
+    assert _notebook_lib_modules(nb) == {"lib.society", "lib.society.run", "lib.style", "lib.society.studies.verdict.figures"}
+
+
 SOCIETY = LIB / "society"
 COMMANDS = {"lib/society/gpu_run.py"}  # a GPU run, then the first verdict's figures: a command over both rooms
-STUDIES = ("frames", "diagnostics", "verdict", "study", "skills", "lineage")  # each reads only those before it
+STUDIES = ("frames", "diagnostics", "verdict", "study", "skills", "lineage", "climb")  # each reads only those before it
 
 
 def _project_imports(p) -> set[str]:

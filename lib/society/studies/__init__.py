@@ -14,6 +14,12 @@ A study folder holds ``comparisons`` (its statistics, from the rows :mod:`lib.so
 figures module declares ``EXPERIMENT`` and ``draw_all``). A study reads those before it in this list, never one
 after it: the imports run one way, with no circle.
 
+This package is notebook 03's one door to the studies: ``studies.lineage.figures`` imports a study's module on
+first use (:func:`lib.core.lazy.submodules`), and the statistics and the table text the studies print with are named here
+(:func:`~lib.core.stats.compare_to`, :func:`~lib.core.stats.format_p`, :func:`~lib.core.stats.mean_ci_table`,
+:func:`~lib.core.stats.paired_permutation_test`, :func:`~lib.society.arms.is_baseline`, :func:`~lib.style.rel`,
+:func:`~lib.style.table_text`).
+
 A new study is one new module or folder here, nothing else: :func:`tables` hands its ``TABLES`` and ``VALUES`` to
 ``python -m lib.tables``, :func:`figures` its figures module to notebook 05 and the provenance check
 (:mod:`lib.figures`).
@@ -24,7 +30,14 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from lib.core.lazy import submodules
+from lib.core.stats import compare_to, format_p, mean_ci_table, paired_permutation_test  # noqa: F401
+from lib.society.arms import is_baseline  # noqa: F401
 from lib.society.data import STUDIES as FOLDERS
+from lib.style import rel, table_text  # noqa: F401
+
+
+__getattr__ = submodules(__name__)
 
 
 def modules() -> list[ModuleType]:
