@@ -78,7 +78,7 @@ def one_run(base, cfg: dict, root: Path, tag: str, *, engine: str = "folded", tr
             runs: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The run under ``engine`` and ``trainer`` (adapters under ``runs``); the work (tokens, steps)
     is counted over generation 0 alone (the breeding generation), then the run resumes to the end."""
-    run = {**cfg, "adapters_dir": str(runs or root / "runs")}
+    run = society.validate_config({**cfg, "adapters_dir": str(runs or root / "runs")})
     folder = root / f"data_{tag}"
     timer = PhaseTimer(cuda=False)
     try:
@@ -144,8 +144,8 @@ def compare_trainers(base, cfg: dict, args, root: Path) -> None:
             timer = PhaseTimer(cuda=False)
             trainer, rows = TRAINERS[n]
             with rows_env(rows), timer.phase("founders"):
-                founder_dirs[n] = ensure_founders(base, {**cfg, "adapters_dir": str(runs)}, args.seed,
-                                                  trainer=trainer, counter=timer.count)
+                at = society.validate_config({**cfg, "adapters_dir": str(runs)})
+                founder_dirs[n] = ensure_founders(base, at, args.seed, trainer=trainer, counter=timer.count)
             founders_s[n].append(timer.rows()[0]["wall_s"])
             founder_work[n] = timer.rows()[0]
     shutil.copytree(root / "founders_sequential", root / "runs")  # every generation run starts from these
@@ -216,7 +216,8 @@ def header(base, cfg: dict, args, load, what: str) -> tuple[float, float]:
 
 def compare_engines(base, cfg: dict, args, root: Path) -> None:
     t0 = time.perf_counter()
-    ensure_founders(base, {**cfg, "adapters_dir": str(root / "runs")}, args.seed)  # shared by both engines
+    shared = society.validate_config({**cfg, "adapters_dir": str(root / "runs")})
+    ensure_founders(base, shared, args.seed)  # shared by both engines
     founders_s = time.perf_counter() - t0
     walls = {"peft": [], "folded": []}
     rows, work = {}, {}
@@ -278,7 +279,7 @@ def main() -> None:
     cfg = society.validate_config(cfg)
     if args.from_data:
         return from_data(cfg)
-    cfg = {**cfg, "arms": [args.arm], "seeds": [args.seed], "generations": args.generations}
+    cfg = society.validate_config({**cfg, "arms": [args.arm], "seeds": [args.seed], "generations": args.generations})
     base = load_base(cfg["base_model"])
     with tempfile.TemporaryDirectory() as tmp:
         (compare_trainers if args.compare == "trainers" else compare_engines)(base, cfg, args, Path(tmp))

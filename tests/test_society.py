@@ -12,6 +12,7 @@ from lib.engines import lora, merge
 from lib.society import run as society
 from lib.engines.generate import generate_agents, generate_agents_loop
 from lib.society import pools
+from lib.society.config import SocietyConfig
 from lib.operators.ops import elite_indices
 from lib.core.tasks import FAMILIES, make_pool, make_tasks
 
@@ -247,9 +248,17 @@ def test_founders_are_reused_only_with_the_same_settings(tiny_base, tmp_path):
         assert b[0].parent != a[0].parent, change  # another folder: stale founders never reused
 
 
-def test_run_keeps_the_last_population_and_writes_the_diagnostics(tiny_base, tmp_path):
+def test_run_keeps_the_last_population_and_writes_the_diagnostics(tiny_base, tmp_path, monkeypatch):
     cfg = cfg_with(tmp_path, arms=["full@e1", "no_sex"], generations=3)
-    df = society.run_experiment(cfg, folder=tmp_path / "data", base=tiny_base)
+    rechecks, of = [], SocietyConfig.of.__func__
+
+    def counting_of(cls, raw):  # a config checked again below the door: what the door is there to prevent
+        rechecks.extend([type(raw).__name__] * isinstance(raw, SocietyConfig))
+        return of(cls, raw)
+    monkeypatch.setattr(SocietyConfig, "of", classmethod(counting_of))
+    df = society.run_experiment(dict(cfg), folder=tmp_path / "data", base=tiny_base)  # a mapping: checked once
+    assert rechecks == [], f"the run re-checked its config {len(rechecks)} times below the door"
+    monkeypatch.undo()
     last = tmp_path / "runs" / "s0" / "full@e1" / "gen2"
     assert sorted(p.name for p in last.iterdir()) == ["agent1", "agent2", "elite0"]
     assert not (tmp_path / "runs" / "s0" / "full@e1" / "gen1").exists()  # intermediate ones dropped

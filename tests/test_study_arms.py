@@ -254,7 +254,7 @@ def test_selection_pool_is_disjoint_from_val_screening_and_test_and_changes_no_o
         assert len(sel) == s.n_select * len(s.families)
         assert not sel & {x.prompt for x in p.val} and not sel & {x.prompt for x in p.test}
         assert all(pools.part_of(x) == "val" for x in p.selection)
-        without = pools.pools_for({**cfg, "n_select": 0}, seed)
+        without = pools.pools_for(society.validate_config({**cfg, "n_select": 0}), seed)
         assert without.val == p.val and without.test == p.test and without.selection == []
     assert "selection" in pools.audit(cfg, 0, pretraining=False)
 

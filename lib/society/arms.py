@@ -230,9 +230,6 @@ FRONTIER = ("baseline_distill_all", "baseline_multitask")
 
 
 LINEAGE_BASELINES = ("baseline_distill_all@lineage", "baseline_continue_all")  # they train for lineage_steps
-# the first verdict's baselines whose grids it searched too narrowly (its panels mark them;
-# lib.society.studies.verdict.panels)
-SEED_GRID_BASELINES = ("baseline_ties", "baseline_dare_ties")
 if not set(LINEAGE_BASELINES) <= set(BASELINES):
     raise RuntimeError("lib.society.arms: a lineage baseline is missing from ARMS")
 

@@ -18,7 +18,7 @@ from lib.operators.ops import founder_family
 from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
 from lib.society.pools import founder_seed, founder_tasks
-from lib.society.config import SocietyConfig, validate_config
+from lib.society.config import SocietyConfig
 
 
 def base_named_parameters(base):
@@ -40,9 +40,8 @@ def base_fingerprint(base) -> str:
     return fp
 
 
-def founder_settings(base, cfg: SocietyConfig, seed: int) -> dict:
+def founder_settings(base, s: SocietyConfig, seed: int) -> dict:
     """Everything a founder adapter depends on; founders are reused only when this matches."""
-    s = validate_config(cfg)
     return {"base_model": s.base_model, "base": base_fingerprint(base), "families": list(s.families),
             "agents": s.agents, "spec_train": s.spec_train, "spec_epochs": s.spec_epochs, "hard": s.hard,
             "seed": seed, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.lora_kw().items()}}
@@ -50,13 +49,12 @@ def founder_settings(base, cfg: SocietyConfig, seed: int) -> dict:
 
 def founders_dir(base, cfg: SocietyConfig, seed: int) -> Path:
     """``<adapters>/s<seed>/founders-<hash>/``: one folder per distinct founder setting."""
-    return validate_config(cfg).adapters_root() / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
+    return cfg.adapters_root() / f"s{seed}" / f"founders-{config_hash(founder_settings(base, cfg, seed))[:10]}"
 
 
-def ensure_founders(base, cfg: SocietyConfig, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
-    """The founders' adapter folders of ``seed``; those not yet on disk (checked) are trained, all
-    at once (``trainer``: :func:`lib.engines.batched.train_loras`)."""
-    s = validate_config(cfg)
+def ensure_founders(base, s: SocietyConfig, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
+    """The founders' adapter folders of ``seed`` under the checked config ``s``; those not yet on disk (checked)
+    are trained, all at once (``trainer``: :func:`lib.engines.batched.train_loras`)."""
     root = founders_dir(base, s, seed)
     root.mkdir(parents=True, exist_ok=True)
     (root / "settings.json").write_text(json.dumps(founder_settings(base, s, seed), indent=2) + "\n")

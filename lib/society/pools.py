@@ -220,11 +220,10 @@ class Pools:
                                inheritance=inheritance_pool(self.cfg, self.seed, t, n_inherit=self.n_inherit))
 
 
-def pools_for(cfg, seed: int, *, n_inherit: int | None = None) -> Pools:
+def pools_for(s: SocietyConfig, seed: int, *, n_inherit: int | None = None) -> Pools:
     """The pools of ``seed`` under config ``cfg``: test, val, the screening part of val and the selection
     pool; each generation's inheritance pool holds ``n_inherit`` tasks (default: the config's; a run
     passes its arm's, :attr:`lib.society.config.Arm.n_inherit`)."""
-    s = validate_config(cfg)
     val = evaluation_pool(s, seed, "val")
     return Pools(cfg=s, seed=seed, n_inherit=s.n_inherit if n_inherit is None else n_inherit,
                  test=evaluation_pool(s, seed, "test"), val=val,
@@ -264,9 +263,8 @@ def audit(cfg, seed: int, *, pretraining: bool = True) -> dict[str, list[str]]:
     return out
 
 
-def inheritance_sizes(cfg) -> set[int]:
+def inheritance_sizes(cfg: SocietyConfig) -> set[int]:
     """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it)."""
-    cfg = validate_config(cfg)
     return {cfg.n_inherit} | {cfg.resolve_arm(a).n_inherit for a in cfg.arms if not is_baseline(a)}
 
 

@@ -57,31 +57,29 @@ BLOCK_MODULES = (shard, baseline_shard)
 # ----------------------------------------------------------------------------- the runner contract
 
 
-def manifest_config(cfg) -> Frozen:
+def manifest_config(cfg: SocietyConfig) -> Frozen:
     """The folder-identifying config (what the data means, without the keys that choose shards), under the
     name lib.provenance and lib.sweep look for: :attr:`lib.society.config.SocietyConfig.core`."""
-    return validate_config(cfg).core
+    return cfg.core
 
 
-def shards(cfg) -> list[SocietyConfig]:
+def shards(cfg: SocietyConfig) -> list[SocietyConfig]:
     """One config per (arm, seed), seed by seed (a long sweep finishes every arm of its first seeds first, so its
     paired comparisons grow together); each writes only its own shard of the same data folder."""
-    cfg = validate_config(cfg)
     return [cfg.shard(a, s) for a, s in cfg.runs()]
 
 
-def shard_status(cfg, folder: Path | None = None) -> dict:
+def shard_status(cfg: SocietyConfig, folder: Path | None = None) -> dict:
     """``{"<arm>_s<seed>": last completed generation or None}`` for every shard of ``cfg``."""
-    cfg = validate_config(cfg)
     folder = folder or data_dir(cfg.scale, cfg.experiment)
     return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a, s in cfg.arm_runs()}
 
 
-def shard_trainers(cfg, folder: Path) -> dict:
+def shard_trainers(cfg: SocietyConfig, folder: Path) -> dict:
     """``{trainer: number of shards}`` over the shards of ``cfg`` on disk; a shard written before the
     trainer was recorded counts as ``sequential`` (the only trainer there was)."""
     out: dict[str, int] = {}
-    for a, s in validate_config(cfg).runs():
+    for a, s in cfg.runs():
         info = read_progress(shard_path(folder, a, s))
         if info is not None:
             t = info.get("trainer", "sequential")
@@ -89,12 +87,11 @@ def shard_trainers(cfg, folder: Path) -> dict:
     return out
 
 
-def refresh_manifest(cfg, folder: Path) -> dict:
+def refresh_manifest(cfg: SocietyConfig, folder: Path) -> dict:
     """The manifest of ``folder`` with its shard table, trainers and status recomputed from the disk
     for the whole of ``cfg`` (a sweep's runs each write the manifest for their own shard only, so the
     last writer would otherwise say ``complete`` for a folder whose other shards are still to run).
     Written atomically under the folder lock; returns it."""
-    cfg = validate_config(cfg)
     with folder_lock(folder):
         m = read_manifest(folder)
         if m is None:
@@ -106,15 +103,13 @@ def refresh_manifest(cfg, folder: Path) -> dict:
     return m
 
 
-def shard_done(cfg) -> bool:
+def shard_done(cfg: SocietyConfig) -> bool:
     """True when every (arm, seed) shard of ``cfg`` has its last generation on disk."""
-    cfg = validate_config(cfg)
     return all(v is not None and v >= cfg.generations - 1 for v in shard_status(cfg).values())
 
 
-def data_complete(cfg, folder: Path | None = None) -> bool:
+def data_complete(cfg: SocietyConfig, folder: Path | None = None) -> bool:
     """True when ``folder`` holds this config's data (same core config) with every shard finished."""
-    cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
     m = read_manifest(folder)
     if m is None or m.get("config_hash") != cfg.hash:
@@ -122,9 +117,8 @@ def data_complete(cfg, folder: Path | None = None) -> bool:
     return all(v == cfg.generations - 1 for v in shard_status(cfg, folder).values())
 
 
-def load_rows(cfg, folder: Path | None = None) -> pd.DataFrame:
+def load_rows(cfg: SocietyConfig, folder: Path | None = None) -> pd.DataFrame:
     """The rows of ``cfg``'s shards (in arm, seed order)."""
-    cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
     parts = [read_shard(shard_path(folder, a, s), "generation", COLUMNS) for a, s in cfg.arm_runs()
              if shard_path(folder, a, s).exists()]
@@ -132,10 +126,9 @@ def load_rows(cfg, folder: Path | None = None) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
-def generation_walls(cfg, folder: Path | None = None) -> pd.DataFrame:
+def generation_walls(cfg: SocietyConfig, folder: Path | None = None) -> pd.DataFrame:
     """Wall seconds of every generation of every shard, with its phases (load, evaluate, screen,
     inherit, train; founders at generation 0) where recorded (from the progress files)."""
-    cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
     out = []
     for a, s in cfg.arm_runs():

@@ -30,32 +30,28 @@ __all__ = ["validate_config", "run_experiment", "shards", "shard_done", "manifes
            "load_rows", "data_complete"]
 
 
-def manifest_config(cfg) -> Frozen:
+def manifest_config(cfg: ClimbConfig) -> Frozen:
     """What the data means (the config without the keys that choose shards): the folder's identity."""
-    return validate_config(cfg).core
+    return cfg.core
 
 
-def shards(cfg) -> list[ClimbConfig]:
+def shards(cfg: ClimbConfig) -> list[ClimbConfig]:
     """One config per (arm, seed), seed by seed (a sweep finishes every arm of its first seeds first)."""
-    cfg = validate_config(cfg)
     return [cfg.shard(a, s) for a, s in cfg.runs()]
 
 
-def shard_status(cfg, folder: Path | None = None) -> dict:
+def shard_status(cfg: ClimbConfig, folder: Path | None = None) -> dict:
     """``{"<arm>_s<seed>": last completed round or None}`` for every shard of ``cfg``."""
-    cfg = validate_config(cfg)
     folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
     return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a, s in cfg.arm_runs()}
 
 
-def shard_done(cfg) -> bool:
+def shard_done(cfg: ClimbConfig) -> bool:
     """True when every (arm, seed) shard of ``cfg`` has its last round on disk."""
-    cfg = validate_config(cfg)
     return all(v is not None and v >= cfg.rounds for v in shard_status(cfg).values())
 
 
-def data_complete(cfg, folder: Path | None = None) -> bool:
-    cfg = validate_config(cfg)
+def data_complete(cfg: ClimbConfig, folder: Path | None = None) -> bool:
     folder = Path(folder or data_dir(cfg.scale, cfg.experiment))
     m = read_manifest(folder)
     return m is not None and m.get("config_hash") == cfg.hash and all(

@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 from lib.society.studies import frames
 from lib.society.studies.verdict import comparisons as sr
 from lib.core.stats import BOUNDED_T_CI, SIGN_FLIP_CI, format_p
-from lib.society.arms import BASELINE_PREFIX, BESIDE, SEED_GRID_BASELINES, is_baseline, label
+from lib.society.arms import BASELINE_PREFIX, BESIDE, is_baseline, label
 from lib.society.baselines import grid_of
 from lib import style
 from lib.society import arms
@@ -502,9 +502,9 @@ def draw_method_costs(df: pd.DataFrame, families, walls: pd.DataFrame | None = N
 
 # The first verdict's task arithmetic, TIES and DARE-TIES chose their hyperparameters on its seed grid only
 # (under-tuned there; the society study's re-run, S3n and Fig. 3g, is the number to use: docs/results.md): its panels
-# name them so, never as the tuned ones. Every baseline the seed grid tunes (lib.society.baselines.grid_of), not only
-# lib.society.arms.SEED_GRID_BASELINES (TIES and DARE-TIES), which left task arithmetic unmarked.
-SEED_GRID = tuple(dict.fromkeys((*SEED_GRID_BASELINES, *grid_of("seed"))))
+# name them so, never as the tuned ones: every baseline the seed grid tunes, as lib.society.baselines.grid_of declares
+# them (a second list, TIES and DARE-TIES only, once left task arithmetic unmarked).
+SEED_GRID = tuple(grid_of("seed"))
 SEED_GRID_NOTE = " (seed grid)"
 
 
