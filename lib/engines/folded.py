@@ -115,14 +115,27 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
     they emitted EOS (``generate`` keeps computing finished rows until the whole batch is done).
     ``keys`` and ``route``: a mixed batch's rows (:func:`shared_prefill`); ``route(rows)`` is also called
     before every decode step with the rows still in the batch."""
+    prefill = shared_prefill(model, enc, pad=pad, keys=keys, route=route)
+    out, steps = decode_loop(model, prefill, lambda logits, alive, step: logits.argmax(-1),
+                             max_new_tokens=max_new_tokens, eos=eos, pad=pad, route=route)
+    count_decode(counter, enc, out, eos, steps)
+    return out.cpu()
+
+
+def decode_loop(model, prefill: tuple, choose: Callable, *, max_new_tokens: int, eos: int, pad: int,
+                route: Callable | None = None):
+    """The KV-cached decode after ``prefill`` (``(cache, last logits, attention mask)`` of
+    :func:`shared_prefill`): at step ``t`` the rows still in the batch (``alive``, their indices in ``enc``) take
+    the token ``choose(logits, alive, t)``; a row is done at EOS, and the done rows leave the batch once they are
+    1/8 of it. Returns the tokens ``(rows, max_new_tokens)`` (``pad`` after EOS) and the row-steps decoded."""
     import torch
-    rows, dev = len(enc), next(model.parameters()).device
+    cache, logits, att = prefill
+    rows, dev = len(logits), logits.device
     out = torch.full((rows, max_new_tokens), pad, dtype=torch.long, device=dev)
     alive = torch.arange(rows, device=dev)
-    cache, logits, att = shared_prefill(model, enc, pad=pad, keys=keys, route=route)
     steps, finished = 0, torch.zeros(rows, dtype=torch.bool, device=dev)
     for step in range(max_new_tokens):
-        nxt = logits.argmax(-1)
+        nxt = choose(logits, alive, step)
         live = ~finished
         out[alive[live], step] = nxt[live]
         steps += int(live.sum())
@@ -137,11 +150,18 @@ def greedy_decode(model, enc: list[list[int]], *, max_new_tokens: int, eos: int,
         if route is not None:
             route(alive)
         logits = model(input_ids=nxt[:, None], attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
-    if counter is not None:
-        done = out == eos
-        n_new = torch.where(done.any(1), done.int().argmax(1) + 1, out.shape[1])
-        counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps)
-    return out.cpu()
+    return out, steps
+
+
+def count_decode(counter: Counter | None, enc: list[list[int]], out, eos: int, steps: int, **more) -> None:
+    """Report a decode's work to ``counter``: prompt tokens, new tokens (through the first EOS), one call, the
+    row-steps decoded, and ``more``."""
+    if counter is None:
+        return
+    import torch
+    done = out == eos
+    n_new = torch.where(done.any(1), done.int().argmax(1) + 1, out.shape[1])
+    counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps, **more)
 
 
 def base_linears(model, names) -> dict:

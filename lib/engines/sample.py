@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from lib.engines.folded import FoldedAgents, shared_prefill
+from lib.engines.folded import FoldedAgents, count_decode, decode_loop, shared_prefill
 from lib.engines.generate import Counter, decode_new
 
 
@@ -48,37 +48,20 @@ def gumbel_noise(keys: Sequence[int], steps: int, vocab: int):
 def sample_decode(model, enc: list[list[int]], keys: Sequence[int], *, temperature: float, max_new_tokens: int,
                   eos: int, pad: int, counter: Counter | None = None):
     """Sampled continuations of the prompts ``enc`` (token lists), row ``i`` with the noise of ``keys[i]``;
-    shape ``(rows, max_new_tokens)`` on the CPU, ``pad`` after EOS. As :func:`lib.engines.folded.greedy_decode`
-    (shared prefill, KV cache, finished rows dropped), with the next token ``argmax(logits / T + G)``."""
-    import torch
+    shape ``(rows, max_new_tokens)`` on the CPU, ``pad`` after EOS. The greedy path's prefill and decode loop
+    (:func:`lib.engines.folded.decode_loop`), with the next token ``argmax(logits / T + G)``."""
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 (greedy decoding is lib.engines.folded.greedy_decode), got "
                          f"{temperature}")
-    rows, dev = len(enc), next(model.parameters()).device
-    out = torch.full((rows, max_new_tokens), pad, dtype=torch.long, device=dev)
-    alive = torch.arange(rows, device=dev)
-    cache, logits, att = shared_prefill(model, enc, pad=pad)
-    noise = gumbel_noise(keys, max_new_tokens, logits.shape[-1]).to(dev)
-    steps, finished = 0, torch.zeros(rows, dtype=torch.bool, device=dev)
-    for step in range(max_new_tokens):
-        nxt = (logits.float() / temperature + noise[alive, step]).argmax(-1)
-        live = ~finished
-        out[alive[live], step] = nxt[live]
-        steps += int(live.sum())
-        finished = finished | (nxt == eos)
-        if step == max_new_tokens - 1 or bool(finished.all()):
-            break
-        if int(finished.sum()) * 8 >= len(finished):
-            idx = (~finished).nonzero().squeeze(1)
-            alive, nxt, att, finished = alive[idx], nxt[idx], att[idx], finished[idx]
-            cache.batch_select_indices(idx)
-        att = torch.cat([att, att.new_ones((att.shape[0], 1))], 1)
-        logits = model(input_ids=nxt[:, None], attention_mask=att, cache=cache, use_cache=True).logits[:, -1]
-    if counter is not None:
-        done = out == eos
-        n_new = torch.where(done.any(1), done.int().argmax(1) + 1, out.shape[1])
-        counter(prompt_tokens=sum(map(len, enc)), gen_tokens=int(n_new.sum()), gen_calls=1, decode_row_steps=steps,
-                samples=rows)
+    noise = []  # G of every row, drawn once the vocabulary is known (the prefill's logits)
+
+    def choose(logits, alive, step):
+        if not noise:
+            noise.append(gumbel_noise(keys, max_new_tokens, logits.shape[-1]).to(logits.device))
+        return (logits.float() / temperature + noise[0][alive, step]).argmax(-1)
+    out, steps = decode_loop(model, shared_prefill(model, enc, pad=pad), choose, max_new_tokens=max_new_tokens,
+                             eos=eos, pad=pad)
+    count_decode(counter, enc, out, eos, steps, samples=len(enc))
     return out.cpu()
 
 

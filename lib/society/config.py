@@ -274,6 +274,12 @@ class SocietyConfig(TypedConfig):
         return n_parents(self)
 
     @property
+    def last_step(self) -> int:
+        """The step a finished shard's progress file records as its last done: generation ``generations - 1``
+        (a climb's: its last round, :attr:`lib.society.climb.config.ClimbConfig.last_step`)."""
+        return self.generations - 1
+
+    @property
     def resolved_n_screen(self) -> int:
         """Val tasks per family that screen the merges: ``n_screen``, or all ``n_val`` when it is 0."""
         return self.n_screen or self.n_val

@@ -279,18 +279,34 @@ def pool_part(name: str) -> str:
     return "val" if name in ("val", "screening", "selection") else "test"
 
 
-def _main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.society.pools", description="Print every pool's prompts of one "
-                                 "seed of a society config as JSON ({pool name: [prompts]}).")
-    ap.add_argument("config", help="configs/society*/<scale>.yaml")
+def audit_command(argv, *, prog: str, what: str, load, audit, check=None) -> int:
+    """The audit command of a config kind: print every pool's prompts of one seed as JSON (``{pool name:
+    [prompts]}``), read by ``load(path)`` and ``audit(cfg, seed, pretraining=...)``; with ``--check`` (where the
+    kind has ``check(pools, seed) -> (message, ok)``) print the check's message instead, exit status 1 if not ok."""
+    ap = argparse.ArgumentParser(prog=prog, description=f"Print every pool's prompts of one seed of {what} as JSON "
+                                 "({pool name: [prompts]})" + (", or with --check the overlaps between training "
+                                                               "and evaluation pools." if check else "."))
+    ap.add_argument("config", help=f"the config file ({what})")
     ap.add_argument("--seed", type=int, default=None, help="the seed (default: the config's first)")
     ap.add_argument("--no-pretraining", action="store_true", help="leave out the base's 64,000 pre-training prompts")
+    if check:
+        ap.add_argument("--check", action="store_true", help="print the overlaps instead (exit 1 if any)")
     args = ap.parse_args(argv)
-    cfg = load_file(args.config)
+    cfg = load(args.config)
     seed = cfg.seed_list()[0] if args.seed is None else args.seed
-    json.dump(audit(cfg, seed, pretraining=not args.no_pretraining), sys.stdout, indent=1)
+    pools = audit(cfg, seed, pretraining=not args.no_pretraining)
+    if check and args.check:
+        message, ok = check(pools, seed)
+        print(message)
+        return 0 if ok else 1
+    json.dump(pools, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
+
+
+def _main(argv=None) -> int:
+    return audit_command(argv, prog="python -m lib.society.pools",
+                         what="a society config (configs/society*/<scale>.yaml)", load=load_file, audit=audit)
 
 
 def main(argv=None) -> int:

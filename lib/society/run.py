@@ -105,7 +105,7 @@ def refresh_manifest(cfg: SocietyConfig, folder: Path) -> dict:
 
 def shard_done(cfg: SocietyConfig) -> bool:
     """True when every (arm, seed) shard of ``cfg`` has its last generation on disk."""
-    return all(v is not None and v >= cfg.generations - 1 for v in shard_status(cfg).values())
+    return all(v is not None and v >= cfg.last_step for v in shard_status(cfg).values())
 
 
 def data_complete(cfg: SocietyConfig, folder: Path | None = None) -> bool:
@@ -114,7 +114,7 @@ def data_complete(cfg: SocietyConfig, folder: Path | None = None) -> bool:
     m = read_manifest(folder)
     if m is None or m.get("config_hash") != cfg.hash:
         return False
-    return all(v == cfg.generations - 1 for v in shard_status(cfg, folder).values())
+    return all(v == cfg.last_step for v in shard_status(cfg, folder).values())
 
 
 def load_rows(cfg: SocietyConfig, folder: Path | None = None) -> pd.DataFrame:

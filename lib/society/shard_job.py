@@ -18,8 +18,27 @@ class Interrupted(RuntimeError):
     """Raised by the test hook ``interrupt_after`` once that generation is on disk."""
 
 
+class ShardPlace:
+    """Where the (``arm``, ``seed``) shard of ``cfg`` lives (a job's ``cfg``, ``arm``, ``seed`` and ``folder``):
+    its rows, its seed's adapters and the writer of its rows."""
+
+    @property
+    def path(self) -> Path:
+        """The shard's rows: ``<folder>/<arm>_s<seed>.csv`` (its progress file beside it)."""
+        return shard_path(self.folder, self.arm, self.seed)
+
+    @property
+    def root(self) -> Path:
+        """The seed's adapters: ``<adapters root>/s<seed>/`` (founders, and each arm's generations)."""
+        return self.cfg.adapters_root() / f"s{self.seed}"
+
+    @property
+    def rows(self) -> RowWriter:
+        return RowWriter(self.cfg.experiment, self.arm, self.seed)
+
+
 @dataclass(frozen=True)
-class ShardJob:
+class ShardJob(ShardPlace):
     """The (``arm``, ``seed``) shard of ``cfg``, its rows in ``folder``, run on ``base``.
 
     ``verifier(output, task) -> bool`` is the grounded signal; ``interrupt_after`` a test hook (raise
@@ -41,20 +60,6 @@ class ShardJob:
     timer: PhaseTimer | None = None
     engine: str = "auto"
     trainer: str = "batched"
-
-    @property
-    def path(self) -> Path:
-        """The shard's rows: ``<folder>/<arm>_s<seed>.csv`` (its progress file beside it)."""
-        return shard_path(self.folder, self.arm, self.seed)
-
-    @property
-    def root(self) -> Path:
-        """The seed's adapters: ``<adapters root>/s<seed>/`` (founders, and each arm's generations)."""
-        return self.cfg.adapters_root() / f"s{self.seed}"
-
-    @property
-    def rows(self) -> RowWriter:
-        return RowWriter(self.cfg.experiment, self.arm, self.seed)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,11 @@ class ClimbConfig(SocietyConfig):
         return _climb_checks(cfg)
 
     @property
+    def last_step(self) -> int:
+        """A finished climb shard's last done step: round ``rounds`` (round 0 is the generalists)."""
+        return self.rounds
+
+    @property
     def climb_parents(self) -> int:
         """Parents per round of a population arm: ``n_parents`` (0: max(2, population // 2))."""
         return self.n_parents or max(2, self.population // 2)

@@ -22,7 +22,6 @@ rung task is ever an easy task; within a rung, the parts keep training and evalu
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -31,7 +30,8 @@ from functools import lru_cache
 from lib.core.errors import cli_main
 from lib.core.tasks import RUNGS, Task
 from lib.society.climb.config import ClimbConfig, load_file, validate_config
-from lib.society.pools import _pool_seed, audit as society_audit, draw_rung, inheritance_pool, pools_for
+from lib.society.pools import (_pool_seed, audit as society_audit, audit_command, draw_rung, inheritance_pool,
+                                pools_for)
 
 TAGS = {"hints": 11, "climb_prompts": 12, "rung_val": 13, "rung_select": 14, "rung_test": 15}
 TRAINING = ("pretraining", "founder", "inheritance_t0", "hints", "climb_r")  # pool names (prefixes) trained on
@@ -112,27 +112,19 @@ def overlaps(pools: dict[str, list[str]]) -> dict[tuple[str, str], int]:
     return out
 
 
+def check(pools: dict[str, list[str]], seed: int) -> tuple[str, bool]:
+    """The audit's ``--check``: the overlaps (:func:`overlaps`) as JSON, or the line saying there are none."""
+    bad = overlaps(pools)
+    if bad:
+        return json.dumps({f"{a} & {b}": n for (a, b), n in bad.items()}), False
+    return (f"seed {seed}: 0 prompts shared between {sum(k.startswith(TRAINING) for k in pools)} training and "
+            f"{sum(k in EVALUATION for k in pools)} evaluation pools"), True
+
+
 def _main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lib.society.climb.ladder", description="Print every pool's prompts "
-                                 "of one seed of a climb config as JSON ({pool name: [prompts]}), or with --check "
-                                 "the overlaps between training and evaluation pools.")
-    ap.add_argument("config", help="configs/society_climb/<scale>.yaml")
-    ap.add_argument("--seed", type=int, default=None, help="the seed (default: the config's first)")
-    ap.add_argument("--no-pretraining", action="store_true", help="leave out the base's 64,000 pre-training prompts")
-    ap.add_argument("--check", action="store_true", help="print the overlaps instead (exit 1 if any)")
-    args = ap.parse_args(argv)
-    cfg = load_file(args.config)
-    seed = cfg.seed_list()[0] if args.seed is None else args.seed
-    pools = audit(cfg, seed, pretraining=not args.no_pretraining)
-    if args.check:
-        bad = overlaps(pools)
-        print(json.dumps({f"{a} & {b}": n for (a, b), n in bad.items()}) if bad else
-              f"seed {seed}: 0 prompts shared between {sum(k.startswith(TRAINING) for k in pools)} training and "
-              f"{sum(k in EVALUATION for k in pools)} evaluation pools")
-        return 1 if bad else 0
-    json.dump(pools, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-    return 0
+    return audit_command(argv, prog="python -m lib.society.climb.ladder",
+                         what="a climb config (configs/society_climb/<scale>.yaml)", load=load_file, audit=audit,
+                         check=check)
 
 
 def main(argv=None) -> int:

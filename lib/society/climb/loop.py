@@ -45,7 +45,7 @@ from lib.core.config import config_hash
 from lib.core.device import float_path
 from lib.core.jsonfile import write_json
 from lib.core.manifest import code_state
-from lib.core.rows import append_rows, mark_done, read_progress, resume_shard, shard_path
+from lib.core.rows import append_rows, mark_done, read_progress, resume_shard
 from lib.core.tasks import RUNGS, Task, verify
 from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
@@ -60,15 +60,15 @@ from lib.society.climb.ladder import Ladder, ladder_for
 from lib.society.crossover import verified_union
 from lib.society.founders import ensure_founders, founder_settings
 from lib.society.generation import prompts
-from lib.society.rows import COLUMNS, RowWriter
-from lib.society.shard_job import CountingVerifier, Interrupted
+from lib.society.rows import COLUMNS
+from lib.society.shard_job import CountingVerifier, Interrupted, ShardPlace
 from lib.society.streams import child_seed
 
 Verifier = Callable[[str, Task], bool]
 
 
 @dataclass(frozen=True)
-class ClimbJob:
+class ClimbJob(ShardPlace):
     """The (``arm``, ``seed``) shard of ``cfg``, its rows in ``folder``, run on ``base``; ``verifier``: the loop's
     grounded signal, ``report``: the check the rows' accuracies are measured with; ``agents``: the engine's
     factory (:func:`lib.engines.sample.make_sampling_agents`; tests pass fakes); the rest as :class:`lib.society.shard_job.ShardJob`."""
@@ -85,18 +85,6 @@ class ClimbJob:
     timer: PhaseTimer | None = None
     trainer: str = "batched"
     agents: Callable = make_sampling_agents
-
-    @property
-    def path(self) -> Path:
-        return shard_path(self.folder, self.arm, self.seed)
-
-    @property
-    def root(self) -> Path:
-        return self.cfg.adapters_root() / f"s{self.seed}"
-
-    @property
-    def rows(self) -> RowWriter:
-        return RowWriter(self.cfg.experiment, self.arm, self.seed)
 
 
 @dataclass(frozen=True)
