@@ -451,6 +451,59 @@ def test_the_arms_shown_together_look_apart():
         for a, b in itertools.combinations(g, 2):
             d = legibility.colour_delta(style.colour(a), style.colour(b))
             assert d >= legibility.MIN_COLOUR_DELTA, (a, b, round(d, 1))
+    for a, b in itertools.combinations(groups[1], 2):  # the society study's (S3n, S3o, Fig. 3g), in CIEDE2000 too
+        d = legibility.colour_delta_2000(style.colour(a), style.colour(b))
+        assert d >= legibility.MIN_COLOUR_DELTA_2000, (a, b, round(d, 1))
+
+
+def test_ciede2000_catches_s3ns_green_and_teal_that_cie76_and_the_variant_rule_let_pass():
+    """Planted: S3n's old full@matched (Tol's bright green) and full@seed_budget (his vibrant teal), which read as one
+    colour. S3n passed the similar-colour check twice over: CIE76 puts them 39.1 apart (above 25), and any two
+    labels sharing a base ("full") counted as one arm's variants. CIEDE2000 puts them 19.2 apart (below 20: caught),
+    and a named variant with a look of its own is an arm of its own; full@seed_budget's brown passes. Tol's vibrant
+    orange and red (CIE76's planted pair) are caught too. The formula is checked on Sharma, Wu & Dalal's (2005) test
+    pairs."""
+    for lab1, lab2, want in [((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425), ((50, 0, 0), (50, -1, 2), 2.3669),
+                             ((50, 2.5, 0), (73, 25, -18), 27.1492),
+                             ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+                             ((2.0776, 0.0795, -1.1350), (0.9033, -0.0636, -0.5514), 0.9082)]:
+        assert legibility.delta_e_2000(lab1, lab2) == pytest.approx(want, abs=1e-4)
+    assert legibility._same_arm("full", "full@e1 (n = 8)") and legibility._same_arm("full@matched", "full@matched@e1")
+    assert not legibility._same_arm("full@matched (n = 16)", "full@seed_budget (n = 8)")
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], color="#228833", label="full@matched")
+    teal = ax.plot([0, 1], [1, 0], color="#009988", label="full@seed_budget")[0]
+    ax.plot([0, 1], [0.5, 0.5], color="#4477AA", label="full")
+    ax.plot([0, 1], [0.2, 0.2], color="#4477AA", ls="--", label="full@e1")  # a variant shares its arm's colour
+    ax.legend()
+    assert legibility.similar_colours(fig) == []  # CIE76: 39.1
+    assert legibility.similar_colours_2000(fig) == [("full@matched", "full@seed_budget", 19.2)]
+    teal.set_color(style.colour("full@seed_budget"))  # as the arm table has it now
+    ax.legend()
+    assert legibility.similar_colours_2000(fig) == []
+    plt.close(fig)
+    assert legibility.colour_delta_2000("#CC3311", "#EE7733") < legibility.MIN_COLOUR_DELTA_2000
+
+
+STUDY_PANELS = [p.name for p in society_study.PANELS]
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("name", STUDY_PANELS)
+def test_the_society_studys_panels_tell_its_arms_apart_in_ciede2000(name, scale):
+    """Every panel of the society study (its ten arms, the most one figure shows): no two arms shown together closer
+    than ΔE00 20 (S3n and Fig. 3g drew full@matched and full@seed_budget 19.2 apart). The other experiments' panels are
+    held to CIE76 (test_every_saved_panel_reads_at_the_size_it_is_shown)."""
+    data = _panel_data(society_study.EXPERIMENT, scale)
+    if data is None:
+        pytest.skip(f"no society study data at {scale} scale")
+    fig = society_study.draw_panel(name, data)
+    if fig is None:
+        pytest.skip(f"{name}: its data are absent at {scale} scale")
+    try:
+        assert not legibility.similar_colours_2000(fig), (name, legibility.similar_colours_2000(fig))
+    finally:
+        plt.close(fig)
 
 
 def test_a_reference_to_another_figures_panel_names_the_panel():
