@@ -363,3 +363,21 @@ def readme_legend_sizes(fig, readme_px: float = README_PX, dpi: float = SAVED_DP
     return sorted(((t.get_text()[:40], round(t.get_fontsize() * k * 72 / 96 * 96 / 72, 2)) for t in texts),
                   key=lambda x: x[1])
 
+
+def readme_scale(fig, readme_px: float = README_PX, dpi: float = SAVED_DPI) -> float:
+    """Points as shown per point as drawn where a page shows the saved PNG (tight box at ``dpi``) at ``readme_px``
+    CSS pixels wide, as the README does (a narrower PNG at its own size): ``min(1, readme_px / width) · dpi / 96``."""
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
+    return min(1.0, readme_px / width_px) * dpi / CSS_DPI
+
+
+def readme_small_texts(fig, limit: float = MIN_SHOWN_PT, readme_px: float = README_PX) -> list[tuple[str, float]]:
+    """Every visible text (tick labels, titles, annotations such as "p=…, n=…", legends) smaller than ``limit``
+    points where the saved PNG is shown at the README's width (:func:`readme_scale`): ``(text, shown pt)``.
+    :func:`small_texts` measures a page's inline size (110 dpi, a 1200 px column), where a wide figure keeps its
+    text; at the README's 830 px the same 7 pt reads as ~5.8 pt in a figure 10.5 in wide."""
+    k = readme_scale(fig, readme_px)
+    return sorted({(t.get_text()[:40], round(t.get_fontsize() * k, 2)) for t in fig.findobj(matplotlib.text.Text)
+                   if t.get_visible() and t.get_text().strip() and t.get_fontsize() * k < limit - 1e-9},
+                  key=lambda x: (x[1], x[0]))

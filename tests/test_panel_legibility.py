@@ -656,6 +656,9 @@ def test_the_check_catches_a_title_wrapped_inside_a_phrase_and_s3i_has_none(cpu)
     assert legibility.titles_broken_inside_a_phrase(fig) == []
     plt.close(fig)
     assert all(len(line) <= 40 for line in style.wrap_phrases(note, 40)[:-1] if "(" not in line)
+    # planted: a phrase that starts a line keeps its "; ", so the next one joined to it follows a space (S3o's title
+    # read "n seeds beside each arm;right of each panel")
+    assert style.wrap_phrases("aaa; bbb; ccc", 9) == ["aaa;", "bbb; ccc"]
     fig = society_results.draw_skill_loss(cpu["rows"], cpu["families"], generation="first")
     try:
         assert legibility.titles_broken_inside_a_phrase(fig) == []
@@ -682,6 +685,50 @@ def test_a_legend_under_7_pt_at_the_readme_width_is_caught():
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8.5)
     assert legibility.readme_legend_sizes(fig)[0][1] >= 7
     plt.close(fig)
+
+
+def test_text_under_7_pt_at_the_readme_width_is_caught_where_the_page_check_lets_it_pass():
+    """Planted: S3o as it was, ten rows of "p=…, n=…" at 7 pt beside each of three panels, 10.75 in wide. The page
+    check (small_texts: 110 dpi in a 1200 px column) shows it at 8.0 pt and lets it pass, which is why S3o passed; at
+    the README's 830 px it reads at 5.8 pt (~8 px) and readme_small_texts catches it. The same rows at 8 pt in a figure
+    8.4 in wide (S3o now: n beside each arm, only p right of each panel) pass both."""
+    def s3o_like(width: float, pt: float, text: str):
+        fig, axes = plt.subplots(1, 3, figsize=(width, 3.0), sharey=True)
+        for ax in axes:
+            for k in range(10):
+                ax.annotate(text, (1.0, k), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=pt)
+            ax.set_ylim(-0.6, 9.6)
+            ax.tick_params(labelsize=pt)
+        axes[0].set_yticks(range(10), [f"arm {k}" for k in range(10)], fontsize=pt)
+        fig.tight_layout(w_pad=5.5)
+        return fig
+    old = s3o_like(10.75, 7, "p=1.0e-04, n=32")
+    assert legibility.small_texts(old) == []
+    assert ("p=1.0e-04, n=32", pytest.approx(5.8, abs=0.15)) in legibility.readme_small_texts(old)
+    plt.close(old)
+    new = s3o_like(8.4, 8, "p=1.0e-04")
+    assert legibility.small_texts(new) == [] and legibility.readme_small_texts(new) == []
+    plt.close(new)
+
+
+README_WIDTH_PANELS = ["S3o_study_skill_loss"]  # besides the README's own panels, whose legends are checked below
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("name", README_WIDTH_PANELS)
+def test_s3o_reads_at_the_readme_width(name, scale):
+    """S3o's every text (its "p=…" beside each of its 120 rows, tick labels, titles) is 7 pt or more where the saved
+    PNG is shown 830 px wide; it was 5.8 pt (p, n and tick labels) and 6.6 pt (titles)."""
+    data = _panel_data(society_study.EXPERIMENT, scale)
+    if data is None:
+        pytest.skip(f"no society study data at {scale} scale")
+    fig = society_study.draw_panel(name, data)
+    try:
+        small = legibility.readme_small_texts(fig)
+        assert small == [], (name, len(small), small[:3])
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("name", [n for n in README_PANELS if n not in README_LEGEND_LEFT])
