@@ -218,9 +218,10 @@ def wrap_phrases(text: str, width: int) -> list[str]:
         if lines and len(lines[-1]) + len(ph) <= width:
             lines[-1] += ph
         elif len(ph.strip()) <= width:
-            lines.append(ph.strip())
+            lines.append(ph.lstrip())  # its "; " kept: a phrase joined to this line follows a space ("a; b", not "a;b")
         else:
             lines += textwrap.wrap(ph.strip(), width, break_long_words=False)
+            lines[-1] += ph[len(ph.rstrip()):]
     return [ln.rstrip() for ln in lines]
 
 

@@ -91,6 +91,10 @@ def hidden_lines(fig) -> list[tuple[str, str]]:
 MAX_TALL_PX = 2500       # the tallest saved panel a reader scrolls through whole
 SAVED_DPI = 200          # lib.style.use_style's savefig.dpi: the PNG's pixels
 MIN_COLOUR_DELTA = 25.0  # CIE76 ΔE below which two arms' colours read as one (Tol's orange and red: 24)
+# CIEDE2000 ΔE below which two arms' colours read as one where CIE76 overstates the difference (saturated greens and
+# blues): Tol's vibrant orange and red 18.3, S3n's bright green and vibrant teal (full@matched, full@seed_budget) 19.2,
+# which CIE76 puts at 39. The society study's other arms are 21.0 (niche and niche_verified) or more apart.
+MIN_COLOUR_DELTA_2000 = 20.0
 
 
 def _pad(bb, px: float):
@@ -161,6 +165,39 @@ def colour_delta(a, b) -> float:
     return float(np.linalg.norm(_lab(a) - _lab(b)))
 
 
+def colour_delta_2000(a, b) -> float:
+    """CIEDE2000 ΔE between two colours (:func:`delta_e_2000` of their CIELAB): CIE76 corrected for the eye's lower
+    sensitivity to chroma differences of saturated colours (a green and a teal CIE76 puts 39 apart are 19 here)."""
+    return delta_e_2000(_lab(a), _lab(b))
+
+
+def delta_e_2000(lab1, lab2) -> float:
+    """CIEDE2000 ΔE between two CIELAB colours ``(L, a, b)`` (Sharma, Wu & Dalal 2005, with their test pairs)."""
+    (l1, a1, b1), (l2, a2, b2) = (tuple(map(float, lab1)), tuple(map(float, lab2)))
+    cbar = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(cbar ** 7 / (cbar ** 7 + 25.0 ** 7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = math.hypot(a1, b1), math.hypot(a2, b2)
+    h1 = math.degrees(math.atan2(b1, a1)) % 360 if c1 else 0.0
+    h2 = math.degrees(math.atan2(b2, a2)) % 360 if c2 else 0.0
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 - 360 if h2 - h1 > 180 else h2 - h1 + 360 if h2 - h1 < -180 else h2 - h1)
+    dl, dc, dhh = l2 - l1, c2 - c1, 2 * math.sqrt(c1 * c2) * math.sin(math.radians(dh / 2))
+    lbar, cbar = (l1 + l2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        hbar = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        hbar = (h1 + h2) / 2
+    else:
+        hbar = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(hbar - 30)) + 0.24 * math.cos(math.radians(2 * hbar))
+         + 0.32 * math.cos(math.radians(3 * hbar + 6)) - 0.20 * math.cos(math.radians(4 * hbar - 63)))
+    sl = 1 + 0.015 * (lbar - 50) ** 2 / math.sqrt(20 + (lbar - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbar, 1 + 0.015 * cbar * t
+    rt = (-math.sin(math.radians(60 * math.exp(-(((hbar - 275) / 25) ** 2))))
+          * 2 * math.sqrt(cbar ** 7 / (cbar ** 7 + 25.0 ** 7)))
+    return float(math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 + rt * (dc / sc) * (dhh / sh)))
+
+
 def _handle_colour(h):
     from matplotlib import colors as mcolors
 
@@ -191,8 +228,17 @@ def _base(label: str) -> str:
 
 
 def _same_arm(a: str, b: str) -> bool:
-    """Two labels of one arm: a variant (``full@e1``) and its arm (``full``) share a colour by design."""
-    return _base(a) == _base(b)
+    """Two labels of one look: a variant (``full@e1``) and its arm (``full``) share a colour by design. A named
+    variant with a look of its own (``full@matched``, ``full@seed_budget``: :func:`lib.style._look_key`) is an arm
+    of its own, told apart from its base arm and its base's other variants by its colour."""
+    import re
+
+    from lib import style
+
+    _arm_names()  # the society's looks registered
+    def key(label: str) -> str:
+        return style._look_key(re.split(r"[\s,(]", label.strip(), maxsplit=1)[0]).lower()
+    return key(a) == key(b)
 
 
 def _arm_names() -> set[str]:
@@ -211,10 +257,9 @@ def is_arm_label(label: str) -> bool:
     return label.strip().lower() in names or _base(label) in names or label.split(" (n")[0].strip().lower() in names
 
 
-def similar_colours(fig, min_delta: float = MIN_COLOUR_DELTA) -> list[tuple[str, str, float]]:
-    """Pairs of labelled arms shown together (every legend entry of the figure, and the labelled lines and
-    collections of its axes) whose colours are closer than ``min_delta`` (CIE76 ΔE): ``(a, b, ΔE)``. Greys
-    (reference lines, told apart by their line style) and an arm's own variants are left out."""
+def _shown_arm_colours(fig) -> dict[str, str]:
+    """``{legend label: colour}`` of the labelled arms ``fig`` shows (every legend entry of the figure, and the
+    labelled lines and collections of its axes), greys (reference lines, told apart by their line style) left out."""
     seen: dict[str, str] = {}
     for ax in fig.axes:
         handles, labels = ax.get_legend_handles_labels()
@@ -231,12 +276,25 @@ def similar_colours(fig, min_delta: float = MIN_COLOUR_DELTA) -> list[tuple[str,
             c = _handle_colour(h)
             if c and t.get_text() and not _is_grey(c) and is_arm_label(t.get_text()):
                 seen.setdefault(t.get_text(), c)
+    return seen
+
+
+def similar_colours(fig, min_delta: float = MIN_COLOUR_DELTA, delta=colour_delta) -> list[tuple[str, str, float]]:
+    """Pairs of labelled arms shown together (every legend entry of the figure, and the labelled lines and
+    collections of its axes) whose colours are closer than ``min_delta`` (``delta``: CIE76 ΔE unless told):
+    ``(a, b, ΔE)``. Greys (reference lines, told apart by their line style) and an arm's own variants are left out."""
+    seen = _shown_arm_colours(fig)
     out = []
     for a, b in itertools.combinations(sorted(seen), 2):
-        d = colour_delta(seen[a], seen[b])
+        d = delta(seen[a], seen[b])
         if d < min_delta and not _same_arm(a, b):
             out.append((a, b, round(d, 1)))
     return out
+
+
+def similar_colours_2000(fig, min_delta: float = MIN_COLOUR_DELTA_2000) -> list[tuple[str, str, float]]:
+    """:func:`similar_colours` in CIEDE2000 (:func:`colour_delta_2000`), below :data:`MIN_COLOUR_DELTA_2000`."""
+    return similar_colours(fig, min_delta, delta=colour_delta_2000)
 
 
 MARKER_PX = 4.0  # half a marker's width as drawn (ms 7-8 at the figure's dpi): closer points read as one
@@ -304,3 +362,22 @@ def readme_legend_sizes(fig, readme_px: float = README_PX, dpi: float = SAVED_DP
     texts = [t for lg in legends for t in [*lg.get_texts(), lg.get_title()] if t.get_text().strip()]
     return sorted(((t.get_text()[:40], round(t.get_fontsize() * k * 72 / 96 * 96 / 72, 2)) for t in texts),
                   key=lambda x: x[1])
+
+
+def readme_scale(fig, readme_px: float = README_PX, dpi: float = SAVED_DPI) -> float:
+    """Points as shown per point as drawn where a page shows the saved PNG (tight box at ``dpi``) at ``readme_px``
+    CSS pixels wide, as the README does (a narrower PNG at its own size): ``min(1, readme_px / width) · dpi / 96``."""
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
+    return min(1.0, readme_px / width_px) * dpi / CSS_DPI
+
+
+def readme_small_texts(fig, limit: float = MIN_SHOWN_PT, readme_px: float = README_PX) -> list[tuple[str, float]]:
+    """Every visible text (tick labels, titles, annotations such as "p=…, n=…", legends) smaller than ``limit``
+    points where the saved PNG is shown at the README's width (:func:`readme_scale`): ``(text, shown pt)``.
+    :func:`small_texts` measures a page's inline size (110 dpi, a 1200 px column), where a wide figure keeps its
+    text; at the README's 830 px the same 7 pt reads as ~5.8 pt in a figure 10.5 in wide."""
+    k = readme_scale(fig, readme_px)
+    return sorted({(t.get_text()[:40], round(t.get_fontsize() * k, 2)) for t in fig.findobj(matplotlib.text.Text)
+                   if t.get_visible() and t.get_text().strip() and t.get_fontsize() * k < limit - 1e-9},
+                  key=lambda x: (x[1], x[0]))

@@ -451,6 +451,59 @@ def test_the_arms_shown_together_look_apart():
         for a, b in itertools.combinations(g, 2):
             d = legibility.colour_delta(style.colour(a), style.colour(b))
             assert d >= legibility.MIN_COLOUR_DELTA, (a, b, round(d, 1))
+    for a, b in itertools.combinations(groups[1], 2):  # the society study's (S3n, S3o, Fig. 3g), in CIEDE2000 too
+        d = legibility.colour_delta_2000(style.colour(a), style.colour(b))
+        assert d >= legibility.MIN_COLOUR_DELTA_2000, (a, b, round(d, 1))
+
+
+def test_ciede2000_catches_s3ns_green_and_teal_that_cie76_and_the_variant_rule_let_pass():
+    """Planted: S3n's old full@matched (Tol's bright green) and full@seed_budget (his vibrant teal), which read as one
+    colour. S3n passed the similar-colour check twice over: CIE76 puts them 39.1 apart (above 25), and any two
+    labels sharing a base ("full") counted as one arm's variants. CIEDE2000 puts them 19.2 apart (below 20: caught),
+    and a named variant with a look of its own is an arm of its own; full@seed_budget's brown passes. Tol's vibrant
+    orange and red (CIE76's planted pair) are caught too. The formula is checked on Sharma, Wu & Dalal's (2005) test
+    pairs."""
+    for lab1, lab2, want in [((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425), ((50, 0, 0), (50, -1, 2), 2.3669),
+                             ((50, 2.5, 0), (73, 25, -18), 27.1492),
+                             ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+                             ((2.0776, 0.0795, -1.1350), (0.9033, -0.0636, -0.5514), 0.9082)]:
+        assert legibility.delta_e_2000(lab1, lab2) == pytest.approx(want, abs=1e-4)
+    assert legibility._same_arm("full", "full@e1 (n = 8)") and legibility._same_arm("full@matched", "full@matched@e1")
+    assert not legibility._same_arm("full@matched (n = 16)", "full@seed_budget (n = 8)")
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], color="#228833", label="full@matched")
+    teal = ax.plot([0, 1], [1, 0], color="#009988", label="full@seed_budget")[0]
+    ax.plot([0, 1], [0.5, 0.5], color="#4477AA", label="full")
+    ax.plot([0, 1], [0.2, 0.2], color="#4477AA", ls="--", label="full@e1")  # a variant shares its arm's colour
+    ax.legend()
+    assert legibility.similar_colours(fig) == []  # CIE76: 39.1
+    assert legibility.similar_colours_2000(fig) == [("full@matched", "full@seed_budget", 19.2)]
+    teal.set_color(style.colour("full@seed_budget"))  # as the arm table has it now
+    ax.legend()
+    assert legibility.similar_colours_2000(fig) == []
+    plt.close(fig)
+    assert legibility.colour_delta_2000("#CC3311", "#EE7733") < legibility.MIN_COLOUR_DELTA_2000
+
+
+STUDY_PANELS = [p.name for p in society_study.PANELS]
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("name", STUDY_PANELS)
+def test_the_society_studys_panels_tell_its_arms_apart_in_ciede2000(name, scale):
+    """Every panel of the society study (its ten arms, the most one figure shows): no two arms shown together closer
+    than ΔE00 20 (S3n and Fig. 3g drew full@matched and full@seed_budget 19.2 apart). The other experiments' panels are
+    held to CIE76 (test_every_saved_panel_reads_at_the_size_it_is_shown)."""
+    data = _panel_data(society_study.EXPERIMENT, scale)
+    if data is None:
+        pytest.skip(f"no society study data at {scale} scale")
+    fig = society_study.draw_panel(name, data)
+    if fig is None:
+        pytest.skip(f"{name}: its data are absent at {scale} scale")
+    try:
+        assert not legibility.similar_colours_2000(fig), (name, legibility.similar_colours_2000(fig))
+    finally:
+        plt.close(fig)
 
 
 def test_a_reference_to_another_figures_panel_names_the_panel():
@@ -603,6 +656,9 @@ def test_the_check_catches_a_title_wrapped_inside_a_phrase_and_s3i_has_none(cpu)
     assert legibility.titles_broken_inside_a_phrase(fig) == []
     plt.close(fig)
     assert all(len(line) <= 40 for line in style.wrap_phrases(note, 40)[:-1] if "(" not in line)
+    # planted: a phrase that starts a line keeps its "; ", so the next one joined to it follows a space (S3o's title
+    # read "n seeds beside each arm;right of each panel")
+    assert style.wrap_phrases("aaa; bbb; ccc", 9) == ["aaa;", "bbb; ccc"]
     fig = society_results.draw_skill_loss(cpu["rows"], cpu["families"], generation="first")
     try:
         assert legibility.titles_broken_inside_a_phrase(fig) == []
@@ -629,6 +685,50 @@ def test_a_legend_under_7_pt_at_the_readme_width_is_caught():
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8.5)
     assert legibility.readme_legend_sizes(fig)[0][1] >= 7
     plt.close(fig)
+
+
+def test_text_under_7_pt_at_the_readme_width_is_caught_where_the_page_check_lets_it_pass():
+    """Planted: S3o as it was, ten rows of "p=…, n=…" at 7 pt beside each of three panels, 10.75 in wide. The page
+    check (small_texts: 110 dpi in a 1200 px column) shows it at 8.0 pt and lets it pass, which is why S3o passed; at
+    the README's 830 px it reads at 5.8 pt (~8 px) and readme_small_texts catches it. The same rows at 8 pt in a figure
+    8.4 in wide (S3o now: n beside each arm, only p right of each panel) pass both."""
+    def s3o_like(width: float, pt: float, text: str):
+        fig, axes = plt.subplots(1, 3, figsize=(width, 3.0), sharey=True)
+        for ax in axes:
+            for k in range(10):
+                ax.annotate(text, (1.0, k), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=pt)
+            ax.set_ylim(-0.6, 9.6)
+            ax.tick_params(labelsize=pt)
+        axes[0].set_yticks(range(10), [f"arm {k}" for k in range(10)], fontsize=pt)
+        fig.tight_layout(w_pad=5.5)
+        return fig
+    old = s3o_like(10.75, 7, "p=1.0e-04, n=32")
+    assert legibility.small_texts(old) == []
+    assert ("p=1.0e-04, n=32", pytest.approx(5.8, abs=0.15)) in legibility.readme_small_texts(old)
+    plt.close(old)
+    new = s3o_like(8.4, 8, "p=1.0e-04")
+    assert legibility.small_texts(new) == [] and legibility.readme_small_texts(new) == []
+    plt.close(new)
+
+
+README_WIDTH_PANELS = ["S3o_study_skill_loss"]  # besides the README's own panels, whose legends are checked below
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("name", README_WIDTH_PANELS)
+def test_s3o_reads_at_the_readme_width(name, scale):
+    """S3o's every text (its "p=…" beside each of its 120 rows, tick labels, titles) is 7 pt or more where the saved
+    PNG is shown 830 px wide; it was 5.8 pt (p, n and tick labels) and 6.6 pt (titles)."""
+    data = _panel_data(society_study.EXPERIMENT, scale)
+    if data is None:
+        pytest.skip(f"no society study data at {scale} scale")
+    fig = society_study.draw_panel(name, data)
+    try:
+        small = legibility.readme_small_texts(fig)
+        assert small == [], (name, len(small), small[:3])
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("name", [n for n in README_PANELS if n not in README_LEGEND_LEFT])

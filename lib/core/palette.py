@@ -10,6 +10,8 @@ TOL_MUTED = {"indigo": "#332288", "cyan": "#88CCEE", "teal": "#44AA99", "green":
 TOL_VIBRANT = {"orange": "#EE7733", "magenta": "#EE3377", "red": "#CC3311", "teal": "#009988", "blue": "#0077BB",
                "cyan": "#33BBEE"}
 REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference lines
-# from Paul Tol's high-contrast, medium-contrast and light schemes: the lineage study's arms and the looks kept apart
+# from Paul Tol's high-contrast, medium-contrast and light schemes: the lineage study's arms and the looks kept apart;
+# brown from his discrete rainbow (colour 28): full@seed_budget, the one hue left apart from the society study's nine
+# other arms (CIEDE2000 ≥ 27.8 from each; his qualitative schemes' teal read as full@matched's green, 19.2)
 TOL_EXTRA = {"dark_blue": "#004488", "ochre": "#DDAA33", "pear": "#BBCC33", "dark_yellow": "#997700",
-             "dark_red": "#994455", "black": "#000000"}
+             "dark_red": "#994455", "black": "#000000", "brown": "#72190E"}

@@ -160,7 +160,7 @@ ARMS: tuple[ArmSpec, ...] = (
     ArmSpec("full@inherit1000x1", "secondary", "1000 inherited answers x 1 epoch",
             "distillation of 1000 answers x 1 epoch", Look(M["indigo"], "8")),
     ArmSpec("full@seed_budget", "secondary", "the seed's own child budget",
-            "the seed's own child budget (6 merges screened, 2 epochs)", Look(V["teal"], "P"), added=True),
+            "the seed's own child budget (6 merges screened, 2 epochs)", Look(X["brown"], "P"), added=True),
     ArmSpec("full@breeding", "reference", "the exact merge; the reference, run beside them",
             "full, run beside the breeding arms in their folder", Look(M["indigo"], "H")),
     ArmSpec("crossover@gold", "secondary", "crossover on the gold answers of the same prompts",

@@ -247,7 +247,9 @@ def _retention(data):
 def _skill_loss(data):
     rows = design_rows(data["rows"])
     need = {f"{p}test_{f}_novel" for f in data["families"] for p in ("", "source_")}
-    return draw_skill_loss(rows, data["families"], generation="first") if need <= set(rows["metric"]) else None
+    if not need <= set(rows["metric"]):
+        return None
+    return draw_skill_loss(rows, data["families"], generation="first", compact=True)  # ten arms: legible at 830 px
 
 
 PANELS = [
@@ -272,9 +274,9 @@ PANELS = [
     Panel("S3o_study_skill_loss", _skill_loss,
           "S3i's measure on the study's designs: where novel-region skill is lost, per bred child of the first "
           "bred generation (elites excluded): merge − parents' mean, merge − the better parent, child − merge, per "
-          "family and pooled, per arm; dots: seeds; mean, 95 % CI (sign-flip inversion; none with < 6 seeds), exact "
-          "p. inherit_merge's child is its merge, mutated (no distillation); a family whose children's parents hold "
-          "none of its novel skill is left out, the title says so."),
+          "family and pooled, per arm (n seeds beside it); dots: seeds; mean, 95 % CI (sign-flip inversion; none "
+          "with < 6 seeds), exact p. inherit_merge's child is its merge, mutated (no distillation); a family whose "
+          "children's parents hold none of its novel skill is left out, the title says so."),
 ]
 
 

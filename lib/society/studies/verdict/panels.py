@@ -174,10 +174,11 @@ def skill_free_families(pts: pd.DataFrame, families, floor: float = SKILL_FLOOR)
     return out
 
 
-def _horizontal_differences(ax, points: pd.DataFrame, summary: pd.DataFrame, arms_: list[str]) -> None:
+def _horizontal_differences(ax, points: pd.DataFrame, summary: pd.DataFrame, arms_: list[str], *,
+                            fontsize: float = 7, with_n: bool = True) -> None:
     """One row per arm (top to bottom in ``arms_``'s order): its paired differences as dots (seeds), their mean as
-    the arm's marker with its 95 % CI (sign-flip inversion) as a bar (none with < 6 seeds), and its exact p and n
-    written right of the axes, level with the arm; a line at 0 marks no difference."""
+    the arm's marker with its 95 % CI (sign-flip inversion) as a bar (none with < 6 seeds), and its exact p (and n,
+    ``with_n``) written right of the axes at ``fontsize``, level with the arm; a line at 0 marks no difference."""
     ax.axvline(0.0, color=REFERENCE_GREY, lw=0.8, zorder=0)
     for k, a in enumerate(arms_):
         y = len(arms_) - 1 - k
@@ -192,12 +193,23 @@ def _horizontal_differences(ax, points: pd.DataFrame, summary: pd.DataFrame, arm
         if np.isfinite(r["lo"]) and np.isfinite(r["hi"]):
             ax.plot([r["lo"], r["hi"]], [y - 0.2] * 2, color=st["color"], lw=1.2, marker="|", ms=5, zorder=3)
         ax.plot([r["mean"]], [y - 0.2], marker=st["marker"], ms=4.5, color=st["color"], mfc=st["mfc"], ls="", zorder=4)
-        ax.annotate(f"p={format_p(r['p'])}, n={int(r['n'])}", (1.0, y), xycoords=("axes fraction", "data"),
-                    xytext=(3, 0), textcoords="offset points", ha="left", va="center", fontsize=7)
+        ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if with_n else ""), (1.0, y),
+                    xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points", ha="left",
+                    va="center", fontsize=fontsize)
     ax.set_ylim(-0.6, len(arms_) - 0.4)
 
 
-def draw_skill_loss(df: pd.DataFrame, families, generation=None):
+def _n_per_arm(summ: pd.DataFrame, arms_: list[str]) -> dict[str, str]:
+    """Each arm's n seeds over every panel of :func:`draw_skill_loss` as text (``"32"``; a range ``"8–16"`` where
+    the panels differ)."""
+    out = {}
+    for a in arms_:
+        n = sorted({int(v) for v in summ.loc[summ["arm"] == a, "n"].dropna()})
+        out[a] = "–".join(map(str, [n[0], n[-1]] if len(n) > 1 else n)) if n else "0"
+    return out
+
+
+def draw_skill_loss(df: pd.DataFrame, families, generation=None, *, compact: bool = False):
     """S3i. Where a bred child's novel-region skill goes: one row of panels per family and all families pooled
     (their mean), one column per step (merge − parents' mean, merge − the better parent, child − merge); in each,
     one row per arm: dots = seeds (mean over children), marker = mean over seeds with its 95 % CI (sign-flip
@@ -205,39 +217,49 @@ def draw_skill_loss(df: pd.DataFrame, families, generation=None):
     then (``"first"``: the first bred generation) or, with ``None``, every bred generation pooled
     (:func:`skill_loss_at`); the title says which. A family whose children's parents hold none of its skill
     (:func:`skill_free_families`) is left out and the title says so, with the numbers (it still counts in the
-    pooled row). ``no_sex`` copies a parent, so its merge − parent is 0 by construction."""
+    pooled row). ``no_sex`` copies a parent, so its merge − parent is 0 by construction.
+
+    ``compact`` (S3o: ten arms, legible at the README's 830 px): every text at 8 pt in narrower columns, each
+    arm's n once, in its row's label (``full (n=32)``), and only the p right of each panel."""
     use_style()
     pts, summ, which = skill_loss_at(df, families, generation)
     dropped = skill_free_families(pts, families)
     cols = [f for f in families if f not in dropped] + [sr.ALL]
     arms_ = [a for a in frames.arms_in(pts) if not is_baseline(a)]
     n_steps = len(sr.STEPS)
+    pt = 8.0 if compact else 7.0  # the p labels, tick labels; titles and axis labels at 8
     row_h = 0.2 * len(arms_) + 0.55
-    fig, axes = plt.subplots(len(cols), n_steps, figsize=(3.15 * n_steps + 1.3, row_h * len(cols) + 1.3),
+    col_w, extra = (2.35, 1.4) if compact else (3.15, 1.3)
+    fig, axes = plt.subplots(len(cols), n_steps, figsize=(col_w * n_steps + extra, row_h * len(cols) + 1.3),
                              sharey=True, sharex="col", squeeze=False)
+    n = _n_per_arm(summ, arms_)
+    names = [f"{a} (n={n[a]})" for a in arms_] if compact else arms_
     for i, f in enumerate(cols):
         for j, step in enumerate(sr.STEPS):
             ax = axes[i][j]
             p = pts.loc[pts["family"] == f, ["arm", "seed", step]].rename(columns={step: "diff"})
             p = p.groupby(["arm", "seed"], as_index=False)["diff"].mean()
             s = summ[(summ["family"] == f) & (summ["step"] == step)]
-            _horizontal_differences(ax, p, s, arms_)
-            ax.set_title(f"{f if f != sr.ALL else sr.ALL + ' (their mean)'}: {step}", fontsize=8, loc="left")
+            _horizontal_differences(ax, p, s, arms_, fontsize=pt, with_n=not compact)
+            pooled = sr.ALL if compact else sr.ALL + " (their mean)"  # compact: the title says it, the column is narrow
+            ax.set_title(f"{f if f != sr.ALL else pooled}: {step}", fontsize=8, loc="left")
             if i == len(cols) - 1:
                 ax.set_xlabel(f"{step}\n(test accuracy, novel region)", fontsize=8)
-            ax.tick_params(axis="x", labelsize=7)
-        axes[i][0].set_yticks(range(len(arms_)), list(reversed(arms_)), fontsize=7)
+            ax.tick_params(axis="x", labelsize=pt)
+        axes[i][0].set_yticks(range(len(arms_)), list(reversed(names)), fontsize=pt)
     by_why: dict[str, list[str]] = {}
     for f, why in dropped.items():
         by_why.setdefault(why, []).append(f)
     note = "; ".join(f"{', '.join(fs)} not drawn: {why}" for why, fs in by_why.items())
     note += " (it counts in the pooled row)" if len(dropped) == 1 else " (they count in the pooled row)" if dropped else ""
+    where = (f"n seeds beside each arm; right of each panel: exact sign-flip p; {sr.ALL}: their mean" if compact else
+             "right of each panel: exact sign-flip p, n seeds")
     lines = [f"Where skill on the novel region is lost, per bred child (elites excluded), {which}",
-             f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); right of each panel: "
-             "exact sign-flip p, n seeds"] + ([note] if note else [])
+             f"dots: seeds (mean over children); marker: {ci_note(summ)} (over seeds); {where}"]
+    lines += [note] if note else []
     chars = int(fig.get_size_inches()[0] * 14)  # each part wrapped at the figure's width, never mid-part if it fits
     fig.suptitle("\n".join(w for ln in lines for w in style.wrap_phrases(ln, chars)), fontsize=8)
-    fig.tight_layout(w_pad=5.5)  # it makes room for the title, and no more: no empty band under it
+    fig.tight_layout(w_pad=1.5 if compact else 5.5)  # it makes room for the title, and no more: no empty band under it
     return fig
 
 
