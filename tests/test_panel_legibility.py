@@ -506,6 +506,22 @@ def test_the_society_studys_panels_tell_its_arms_apart_in_ciede2000(name, scale)
         plt.close(fig)
 
 
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+def test_the_climbs_panel_tells_its_arms_apart_in_ciede2000(scale):
+    """Fig. 3j: its six arms at least ΔE00 20 apart (climb_single's ochre, climb_single_vote's pear and the gold
+    ceiling's sand were 19.0, 12.4 and 10.9 apart)."""
+    from lib.society.studies.climb import figures as climb_figures
+    try:
+        data = climb_figures.load_data(scale)
+    except FileNotFoundError:
+        pytest.skip(f"no climb data at {scale} scale")
+    fig = climb_figures.draw_panel("fig3j_climb", data)
+    try:
+        assert not legibility.similar_colours_2000(fig), legibility.similar_colours_2000(fig)
+    finally:
+        plt.close(fig)
+
+
 def test_a_reference_to_another_figures_panel_names_the_panel():
     """One scheme: "Fig. 3a, panel (b)"; "Fig. 3a (b)" reads as Fig. 3b. Planted: the old form is caught."""
     bad = re.compile(r"\b(?:Fig\.\s*\d[a-z]|S\d[a-z])\s+\([a-h]\)")

@@ -146,13 +146,13 @@ ARMS: tuple[ArmSpec, ...] = (
             diversity=False, inherit="continue", climb="verifier", single=True),
     ArmSpec("climb_single_vote", "primary", "one learner without a verifier, keeping an answer where its own samples "
             "agree (self-consistency), at the same samples and steps", "self-consistency filtering (Huang et al. 2023)",
-            Look(X["pear"], "D"), grounded=False, merge=None, diversity=False, inherit="continue", climb="vote",
+            Look(M["indigo"], "D"), grounded=False, merge=None, diversity=False, inherit="continue", climb="vote",
             single=True),
     ArmSpec("baseline_hints", "baseline", "one LoRA on distill-all's data and the hints, for a climbing population's "
             "steps (no climbing)", "one-shot training on what was given", Look(B["cyan"], "h", "hints, one-shot"),
             climb="hints", single=True),
     ArmSpec("baseline_gold_climb", "baseline", "as baseline_hints, plus every round's climb prompts with their gold "
-            "answers (the ceiling)", "supervised training on the rung", Look(M["sand"], "X", "gold climb data"),
+            "answers (the ceiling)", "supervised training on the rung", Look(X["black"], "X", "gold climb data"),
             climb="gold", single=True),
     # named variants with a role or look of their own
     ArmSpec("full@matched", "primary", "each child trains as long as a founder",
