@@ -311,3 +311,17 @@ def test_a_resumed_climb_equals_an_uninterrupted_one(climbed, tiny, tmp_path):
     assert len(again) == len(mine)
     pd.testing.assert_frame_equal(again.reset_index(drop=True)[["generation", "agent", "metric", "value"]],
                                   mine[["generation", "agent", "metric", "value"]], check_dtype=False)
+
+
+def test_the_primary_table_prints_each_difference_as_a_minus_b():
+    """climb-primary's Δ is the mean paired difference, a − b (a row's attribute ``.diff`` is pandas' method, which
+    printed "—" there: the planted form is caught by the equality below)."""
+    import re
+    from lib.society.studies.climb import tables
+    text = tables.climb_primary("smoke")
+    rows = [ln.split("|")[1:-1] for ln in text.splitlines()[2:]]
+    assert len(rows) == 4
+    for cells in rows:
+        a, b, delta = (float(c.strip().split()[0].replace("−", "-")) for c in (cells[2], cells[3], cells[4]))
+        assert abs(delta - (a - b)) <= 0.0015, cells  # three printed digits each
+        assert re.match(r"\s*[+−]\d\.\d{3} [\[(]", cells[4]), cells

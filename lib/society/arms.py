@@ -413,7 +413,21 @@ CLIMB_PRIMARY = (
     ("climb − climb_vote", CLIMB, CLIMB_VOTE),
     ("climb − hints, one-shot", CLIMB, CLIMB_HINTS),
 )
-if not {x for _, a, b in CLIMB_PRIMARY for x in (a, b)} <= set(CLIMB_ARMS):
+CLIMB_GOLD = "baseline_gold_climb"
+# Secondary (raw p, the same seeds), as pre-registered: (measure, a, b). Measures (lib.society.studies.climb): "rung"
+# the outcome; "forgetting" the easy level's test after the last round minus at the start (a = b: one arm against
+# its own start, the generalists'); "wrong" the share of the last round's kept answers that is wrong; "pass" pass@k
+# on the last round's climb prompts (a learner's k samples: 8 in a population, 32 for one learner, so only arms of
+# one kind are compared); "next" the next rung's test (no hints there).
+CLIMB_SECONDARY = (
+    ("rung", CLIMB, CLIMB_GOLD),
+    *(("forgetting", a, a) for a in (CLIMB, CLIMB_SINGLE, CLIMB_VOTE, CLIMB_SINGLE_VOTE, CLIMB_HINTS, CLIMB_GOLD)),
+    ("wrong", CLIMB_VOTE, CLIMB_SINGLE_VOTE),
+    ("pass", CLIMB, CLIMB_VOTE),
+    ("pass", CLIMB_SINGLE, CLIMB_SINGLE_VOTE),
+    ("next", CLIMB, CLIMB_SINGLE),
+)
+if not {x for _, a, b in (*CLIMB_PRIMARY, *CLIMB_SECONDARY) for x in (a, b)} <= set(CLIMB_ARMS):
     raise RuntimeError("lib.society.arms: the climb names an arm missing from ARMS")
 
 # the first verdict (configs/society/, pre-registered there): (label, other), full − other, Holm over the

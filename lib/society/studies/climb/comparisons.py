@@ -20,7 +20,7 @@ import pandas as pd
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import read_progress, read_shard, shard_path
 from lib.core.stats import bounded_t_ci
-from lib.society.arms import CLIMB_PRIMARY, order
+from lib.society.arms import CLIMB_PRIMARY, CLIMB_SECONDARY, order
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
 from lib.society.data import CLIMB
@@ -88,6 +88,38 @@ def primary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
         lines.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
                       "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
     return with_holm(pd.DataFrame(lines))
+
+
+def secondary_measures(rows: pd.DataFrame, rung: int) -> dict[str, pd.DataFrame]:
+    """``{measure: index seed, a column per arm}`` for the secondary comparisons (:data:`lib.society.arms.
+    CLIMB_SECONDARY`): the chosen agent's climbed rung (``rung``), next rung (``next``) and easy level (``easy``)
+    after the last round; the easy level at the start (``easy_start``: the round-0 chosen learner, one of the seed's
+    generalists, shared by every arm: a one-shot baseline, which has no round 0, is held against it too); the share of
+    the last round's kept answers that is wrong (``wrong``) and the learners' mean pass@k on its prompts (``pass``)."""
+    ch, every = chosen(rows), chosen(rows, every_round=True)
+    end = lambda col: ch.pivot(index="seed", columns="arm", values=col)  # noqa: E731
+    start = every[every["generation"] == 0].groupby("seed")["test_overall"].first()
+    easy = end("test_overall")
+    last = rows["generation"] == rows.groupby(["arm", "seed"])["generation"].transform("max") - 1
+    wrong = rows[last & (rows["metric"] == "kept_wrong_share")].pivot(index="seed", columns="arm", values="value")
+    passes = rows[last & (rows["metric"] == "pass_at_k")].groupby(["seed", "arm"])["value"].mean().unstack()
+    return {"rung": end(f"test_rung{rung}"), "next": end(f"test_rung{rung + 1}"), "easy": easy,
+            "easy_start": pd.DataFrame({a: start for a in easy.columns}).reindex(easy.index),
+            "wrong": wrong, "pass": passes}
+
+
+def secondary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """The secondary comparisons, raw p: ``measure, arm_a, arm_b, n, a_acc, b_acc, diff, lo, hi, p``; a
+    ``forgetting`` line holds one arm's easy level after the last round (``a_acc``) against the start (``b_acc``)."""
+    m = secondary_measures(rows, rung)
+    none = pd.Series(dtype=float)
+    lines = []
+    for measure, a, b in CLIMB_SECONDARY:
+        x, y = ("easy", "easy_start") if measure == "forgetting" else (measure, measure)
+        r = paired(m[x].get(a, none), m[y].get(b, none))
+        lines.append({"measure": measure, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
+                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+    return pd.DataFrame(lines)
 
 
 def arm_table(rows: pd.DataFrame, rung: int, families) -> pd.DataFrame:

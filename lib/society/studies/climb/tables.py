@@ -6,6 +6,8 @@
 - ``climb-curve``: the chosen agent's climbed-rung accuracy after each round;
 - ``climb-compute``: samples, verifier calls, optimizer steps and tokens per arm and seed;
 - ``climb-kept``: answers kept per round, and the share of them that is wrong;
+- ``climb-secondary``: the pre-registered secondary comparisons (raw p): the gold ceiling, the easy level against
+  the start, the share kept wrong, pass@k, the next rung;
 - ``climb-pilot``: the pilot that sized ``n_hints`` (``data/<scale>/society_climb_pilot/``): the generalists'
   start on the rung and what the population's samples let the verifier keep in round 1.
 """
@@ -44,11 +46,30 @@ def climb_primary(scale: str) -> str:
     if d is None:
         return NO_DATA
     t = climb.primary(d["rows"], d["cfg"].rung)
-    lines = [f"| {k + 1}. {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r.diff)} "
+    lines = [f"| {k + 1}. {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} "
              f"{ci(r.lo, r.hi)} | {p_text(r.p)} | {p_text(r.p_holm)} | {verdict(r, d['cfg'])} |"
              for k, r in t.iterrows()]
     return markdown(["comparison (a − b)", "seeds", "a", "b", "Δ [95 % CI, sign-flip]", "p", "Holm p", "verdict"],
                     lines)
+
+
+SECONDARY = {"rung": "rung {r} after the last round", "forgetting": "easy level: after the last round − start",
+             "wrong": "share of the last round's kept answers that is wrong",
+             "pass": "pass@k on the last round's climb prompts (learners' mean)", "next": "rung {n} (no hints there)"}
+
+
+def climb_secondary(scale: str) -> str:
+    """The pre-registered secondary comparisons (raw p; no verdicts)."""
+    d = _data(scale)
+    if d is None:
+        return NO_DATA
+    rung = d["cfg"].rung
+    t = climb.secondary(d["rows"], rung)
+    lines = [f"| {SECONDARY[r.measure].format(r=rung, n=rung + 1)} | "
+             + (f"{label(r.arm_a)} | " if r.arm_a == r.arm_b else f"{label(r.arm_a)} − {label(r.arm_b)} | ")
+             + f"{int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r.diff)} {ci(r.lo, r.hi)} | {p_text(r.p)} |"
+             for r in t.itertuples()]
+    return markdown(["measure", "arm(s) (a − b)", "seeds", "a", "b", "Δ [95 % CI, sign-flip]", "p (raw)"], lines)
 
 
 def climb_arms(scale: str) -> str:
@@ -115,6 +136,16 @@ def climb_verdicts(scale: str) -> str:
     return "; ".join(parts) + f" (Holm p < 0.05, on {int(t['n'].min())} seeds)"
 
 
+def climb_margins(scale: str) -> str:
+    """Each primary comparison in words and numbers: its arms' means, Δ with its interval, Holm p."""
+    d = _data(scale)
+    if d is None:
+        return "no data yet"
+    t = climb.primary(d["rows"], d["cfg"].rung)
+    return "; ".join(f"({k + 1}) {r.comparison}: {fmt(r.a_acc)} vs {fmt(r.b_acc)}, Δ {signed(r['diff'])} "
+                     f"{ci(r.lo, r.hi)}, Holm p {p_text(r.p_holm)}" for k, r in t.iterrows())
+
+
 def climb_pilot(scale: str) -> str:
     """Per pilot setting (``n_hints``): the 4 generalists' rung-1 greedy test accuracy (range over them, overall and
     per family), their pass@8 on round 1's climb prompts (range) and the answers the verifier kept in round 1 per
@@ -142,5 +173,5 @@ def learners_at(rows, t: int):
 
 TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-primary": climb_primary, "climb-arms": climb_arms,
                                            "climb-curve": climb_curve, "climb-compute": climb_compute,
-                                           "climb-kept": climb_kept}
-VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts}
+                                           "climb-kept": climb_kept, "climb-secondary": climb_secondary}
+VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins}
