@@ -66,7 +66,8 @@ def draw_climb(rows, cfg):
                            (axes[2], "kept_wrong_share", "(c) share of kept answers wrong")):
         for arm in arms.order(k["arm"].unique()):
             g = k[k["arm"] == arm].sort_values("generation")
-            if g[col].notna().any():
+            checked = col == "kept_wrong_share" and arms.SPECS[arm].climb == "verifier"  # 0 by construction
+            if g[col].notna().any() and not checked:
                 st = style.arm_style(arm)
                 ax.plot(g["generation"] + 1, g[col], marker=st["marker"], color=st["color"])
         ax.set_xticks(range(1, cfg.rounds + 1))
@@ -74,6 +75,10 @@ def draw_climb(rows, cfg):
         ax.grid(alpha=0.3)
         ax.set_title(title, fontsize=10)
     axes[2].set_ylim(-0.02, 1.02)
+    verified = [arms.label(a) for a in arms.order(k["arm"].unique()) if arms.SPECS[a].climb == "verifier"]
+    if verified:  # drawn, their lines would lie on 0, one over the other
+        axes[2].text(0.03, 0.03, f"{' and '.join(verified)}: 0 every round\n(the verifier keeps no wrong answer)",
+                     transform=axes[2].transAxes, fontsize=8, color="0.3")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.13), ncol=3, fontsize=9, frameon=False)
@@ -85,7 +90,8 @@ PANELS = [
           "The climb: (a) the chosen agent's test accuracy on rung 1 (one step past every founder's reach; mean, "
           f"{BOUNDED_T_CI}) after each round of sampling, keeping and training, per climbing arm (filled), and the "
           "one-shot baselines at the same steps (hollow, at the last round); (b) answers kept per round and (c) the "
-          "share of them that is wrong (mean over seeds; the verifier's arms keep none wrong)."),
+          "share of them that is wrong (mean over seeds; the verifier's arms keep none wrong, so only the vote arms are "
+          "drawn there)."),
 ]
 
 
