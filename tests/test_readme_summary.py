@@ -261,3 +261,41 @@ def test_the_lineage_secondary_words_follow_its_secondary_table():
     k, n = map(int, _value("lineage-archive-held").split()[:3:2])
     assert _said(WORDS, {"a continued lineage does accumulate": 2 * k > n,
                          "even with the archive a lineage does not accumulate": 2 * k <= n})
+
+
+CLIMB_DOC = (REPO_ROOT / "docs" / "climb.md").read_text()
+
+
+def _climb_verdicts(text: str) -> dict[int, str]:
+    """``{comparison number: win | tie | loss}`` from the value ``climb-verdicts``."""
+    out = {}
+    for group, word in (("wins", "win"), ("ties", "tie"), ("losses", "loss")):
+        m = re.search(rf"{group}: ([^;]*?)(?:;|\(Holm)", text)
+        out |= {int(k): word for k in re.findall(r"(\d) \(", m[1])} if m else {}
+    return out
+
+
+def _climb_claims(words: str, verdicts: dict[int, str], arms_rows: list[list[str]]) -> list[str]:
+    """The README's claims about the climb that its tables do not bear out (each phrase: what it needs)."""
+    gold = next(float(r[3].split()[0]) for r in arms_rows if r[0] == "gold climb data")
+    others = [float(r[3].split()[0]) for r in arms_rows if r[0] != "gold climb data"]
+    needs = {"one learner given the population's samples and steps climbs further": verdicts.get(1) == "loss",
+             "with a vote they tie": verdicts.get(2) == "tie",
+             "a vote in place of the verifier keeps many wrong answers and stalls": verdicts.get(3) == "win",
+             "above one-shot training on the same hints": verdicts.get(4) == "win",
+             "Every arm ends below gold-answer training": all(x < gold for x in others),
+             "rung 2 stays at 0": all(float(r[7]) < 0.005 for r in arms_rows)}
+    missing = [p for p in needs if p not in words]
+    return missing + [p for p, ok in needs.items() if p in words and not ok]
+
+
+def test_the_readmes_climb_words_say_what_its_verdicts_and_tables_say():
+    if "no verdict yet" in _value("climb-verdicts"):
+        pytest.skip("the climb has no verdict yet")
+    verdicts = _climb_verdicts(_value("climb-verdicts"))
+    assert sorted(verdicts) == [1, 2, 3, 4]
+    arms_rows = _block("climb-arms", CLIMB_DOC)
+    assert not _climb_claims(WORDS, verdicts, arms_rows)
+    planted = {**verdicts, 1: "win"}  # the population climbing further would make the README's words wrong
+    assert _climb_claims(WORDS, planted, arms_rows) == ["one learner given the population's samples and steps climbs "
+                                                        "further"]

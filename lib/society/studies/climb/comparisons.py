@@ -159,13 +159,15 @@ def kept(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def shard_work(cfg, folder, rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (arm, seed) of ``rows``: tokens trained and generated as the progress file recorded them (every phase,
+    """Per (arm, seed) of ``rows``: its wall seconds (every round's, founders and generalists included where this shard
+    trained them) and tokens trained and generated as the progress file recorded them (every phase,
     the founders' and generalists' where this shard trained them: they are the seed's, counted once per seed
     below)."""
     out = []
     for (arm, seed) in rows[["arm", "seed"]].drop_duplicates().itertuples(index=False):
         info = read_progress(shard_path(folder, arm, int(seed))) or {}
-        line = {"arm": arm, "seed": int(seed), "train_tokens": 0, "gen_tokens": 0, "start_train_tokens": 0}
+        line = {"arm": arm, "seed": int(seed), "train_tokens": 0, "gen_tokens": 0, "start_train_tokens": 0,
+                "wall_s": float(sum(info.get("gen_wall_s", [])))}
         for gen in info.get("gen_counts", []):
             for phase, work in gen.items():
                 if isinstance(work, dict):

@@ -146,6 +146,16 @@ def climb_margins(scale: str) -> str:
                      f"{ci(r.lo, r.hi)}, Holm p {p_text(r.p_holm)}" for k, r in t.iterrows())
 
 
+def climb_cost(scale: str) -> str:
+    """The study's wall time from its finished shards' progress files (one thread each)."""
+    d = _data(scale)
+    if d is None:
+        return "no data yet"
+    w = d["work"]
+    return (f"{w['wall_s'].sum() / 3600:.1f} core-hours in {len(w)} finished runs (one thread each; a seed's founders "
+            f"and generalists counted once, in the run that trained them)")
+
+
 def climb_pilot(scale: str) -> str:
     """Per pilot setting (``n_hints``): the 4 generalists' rung-1 greedy test accuracy (range over them, overall and
     per family), their pass@8 on round 1's climb prompts (range) and the answers the verifier kept in round 1 per
@@ -174,4 +184,5 @@ def learners_at(rows, t: int):
 TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-primary": climb_primary, "climb-arms": climb_arms,
                                            "climb-curve": climb_curve, "climb-compute": climb_compute,
                                            "climb-kept": climb_kept, "climb-secondary": climb_secondary}
-VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins}
+VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins,
+                                           "climb-cost": climb_cost}
