@@ -8,7 +8,8 @@
 and every smoke config there (``configs/*/smoke.yaml``) is run with ``python -m lib.experiment`` into a scratch
 data root (``GE_DATA_DIR``; adapters under ``GE_RUNS_DIR``), one after the other on this machine. Then the
 SHA-256 of every result file (rows: ``*.csv``, ``*.json`` and lineage files; not manifests, progress files or
-sweep ledgers, which hold wall-clock times) is compared folder by folder. A folder that exists at one commit
+sweep ledgers, which hold wall-clock times, and not a file's wall-clock columns or keys: :func:`canonical`) is
+compared folder by folder. A folder that exists at one commit
 only is named. Exit status 1 when any shared file differs.
 
 ``figures``: every panel of every experiment is drawn from the committed data at ``--scale`` into a scratch
@@ -25,7 +26,10 @@ only). Exit status 1 when any differs.
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
+import io
+import json
 import os
 import subprocess
 import sys
@@ -61,9 +65,31 @@ def regenerate(tree: Path, scratch: Path) -> Path:
     return scratch / "data" / "smoke"
 
 
+CLOCK = ("seconds", "wall_s")  # a column or key naming one of these holds a wall-clock time: not a result
+
+
+def _without_clocks(x):
+    """``x`` (parsed JSON) without the keys that hold wall-clock times, at any depth."""
+    if isinstance(x, dict):
+        return {k: _without_clocks(v) for k, v in x.items() if not any(c in k for c in CLOCK)}
+    return [_without_clocks(v) for v in x] if isinstance(x, list) else x
+
+
+def canonical(p: Path) -> bytes:
+    """The result a file holds: a CSV without its wall-clock columns, a JSON without its wall-clock keys (the
+    program search's cost files time each method), any other file as it is."""
+    if p.suffix == ".csv":
+        rows = list(csv.reader(io.StringIO(p.read_text())))
+        keep = [i for i, h in enumerate(rows[0] if rows else []) if not any(c in h for c in CLOCK)]
+        return "\n".join(",".join(r[i] for i in keep if i < len(r)) for r in rows).encode()
+    if p.suffix == ".json":
+        return json.dumps(_without_clocks(json.loads(p.read_text())), sort_keys=True).encode()
+    return p.read_bytes()
+
+
 def digests(root: Path) -> dict[str, str]:
-    """``{folder/file: SHA-256}`` of every result file under ``root``."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+    """``{folder/file: SHA-256}`` of every result file under ``root`` (:func:`canonical`)."""
+    return {str(p.relative_to(root)): hashlib.sha256(canonical(p)).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(SKIP)}
 
 
@@ -132,10 +158,9 @@ def figures(scale: str) -> int:
 
 def shards(config: str, runs: list[str], scratch: str | None) -> int:
     """Re-run ``runs`` (``arm:seed``) of ``config`` here into ``scratch`` and compare each CSV with the committed one."""
-    import json
+    from lib import experiment
     from lib.core.paths import data_dir
-    from lib.society.config import load_file
-    cfg = load_file(config)
+    cfg = experiment.load(config)
     root = Path(scratch or tempfile.mkdtemp(prefix="same_shards_"))
     committed = data_dir(cfg.scale, cfg.experiment)
     pairs = [r.rsplit(":", 1) for r in runs]
