@@ -14,6 +14,8 @@ and generalists included) from the cost rows, tokens trained and generated from 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
@@ -23,16 +25,23 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import CLIMB_PRIMARY, CLIMB_SECONDARY, order
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
-from lib.society.data import CLIMB
+from lib.society.data import CLIMB, folder_states
 from lib.society.rows import COLUMNS
 from lib.society.studies.study.comparisons import paired, with_holm
 
 
 def load_data(scale: str) -> dict | None:
     """``{"rows", "cfg", "work"}``: the finished runs (every round on disk) of ``data/<scale>/society_climb/``, its
-    config, each shard's recorded work; ``None`` without a config or a finished run."""
+    config, each shard's recorded work; ``None`` without a config or a finished run. Read once per state of the
+    folder (every table, value and panel of the study reads it: :func:`lib.society.data.folder_states`)."""
     if not config_path(CLIMB, scale).is_file():
         return None
+    got = _load(scale, folder_states(scale, CLIMB))
+    return None if got is None else dict(got)
+
+
+@lru_cache(maxsize=4)
+def _load(scale: str, _states: tuple) -> dict | None:
     cfg = config_of(CLIMB, scale)
     rows = load_rows(cfg, data_dir(scale, CLIMB))
     if rows.empty:
@@ -82,29 +91,31 @@ def primary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
     diff, lo, hi, p, p_holm``."""
     out = outcome(rows, rung)
     none = pd.Series(dtype=float)
-    lines = []
-    for label, a, b in CLIMB_PRIMARY:
-        r = paired(out[a] if a in out else none, out[b] if b in out else none)
-        lines.append({"comparison": label, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
-                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+    lines = [{"comparison": label, **_line(a, b, paired(out.get(a, none), out.get(b, none)))}
+             for label, a, b in CLIMB_PRIMARY]
     return with_holm(pd.DataFrame(lines))
+
+
+def _line(a: str, b: str, r: dict) -> dict:
+    """A comparison's row from :func:`paired`'s result ``r`` of ``a − b``."""
+    return {"arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"], "diff": r["diff"], "lo": r["lo"],
+            "hi": r["hi"], "p": r["p"]}
 
 
 def secondary_measures(rows: pd.DataFrame, rung: int) -> dict[str, pd.DataFrame]:
     """``{measure: index seed, a column per arm}`` for the secondary comparisons (:data:`lib.society.arms.
     CLIMB_SECONDARY`): the chosen agent's climbed rung (``rung``), next rung (``next``) and easy level (``easy``)
-    after the last round; the easy level at the start (``easy_start``: the round-0 chosen learner, one of the seed's
-    generalists, shared by every arm: a one-shot baseline, which has no round 0, is held against it too); the share of
-    the last round's kept answers that is wrong (``wrong``) and the learners' mean pass@k on its prompts (``pass``)."""
+    after the last round; the share of the last round's kept answers that is wrong (``wrong``) and the learners' mean
+    pass@k on its prompts (``pass``). Beside them, one Series, index seed: the easy level at the start (``easy_start``:
+    the round-0 chosen learner, one of the seed's generalists, shared by every arm; a one-shot baseline, which has no
+    round 0, is held against it too)."""
     ch, every = chosen(rows), chosen(rows, every_round=True)
     end = lambda col: ch.pivot(index="seed", columns="arm", values=col)  # noqa: E731
-    start = every[every["generation"] == 0].groupby("seed")["test_overall"].first()
-    easy = end("test_overall")
     last = rows["generation"] == rows.groupby(["arm", "seed"])["generation"].transform("max") - 1
     wrong = rows[last & (rows["metric"] == "kept_wrong_share")].pivot(index="seed", columns="arm", values="value")
     passes = rows[last & (rows["metric"] == "pass_at_k")].groupby(["seed", "arm"])["value"].mean().unstack()
-    return {"rung": end(f"test_rung{rung}"), "next": end(f"test_rung{rung + 1}"), "easy": easy,
-            "easy_start": pd.DataFrame({a: start for a in easy.columns}).reindex(easy.index),
+    return {"rung": end(f"test_rung{rung}"), "next": end(f"test_rung{rung + 1}"), "easy": end("test_overall"),
+            "easy_start": every[every["generation"] == 0].groupby("seed")["test_overall"].first(),
             "wrong": wrong, "pass": passes}
 
 
@@ -115,10 +126,11 @@ def secondary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
     none = pd.Series(dtype=float)
     lines = []
     for measure, a, b in CLIMB_SECONDARY:
-        x, y = ("easy", "easy_start") if measure == "forgetting" else (measure, measure)
-        r = paired(m[x].get(a, none), m[y].get(b, none))
-        lines.append({"measure": measure, "arm_a": a, "arm_b": b, "n": r["n"], "a_acc": r["a"], "b_acc": r["b"],
-                      "diff": r["diff"], "lo": r["lo"], "hi": r["hi"], "p": r["p"]})
+        if measure == "forgetting":
+            r = paired(m["easy"].get(a, none), m["easy_start"])
+        else:
+            r = paired(m[measure].get(a, none), m[measure].get(b, none))
+        lines.append({"measure": measure, **_line(a, b, r)})
     return pd.DataFrame(lines)
 
 
