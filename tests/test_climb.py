@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 
 from lib.core.config import ConfigError
-from lib.core.tasks import FAMILIES, RUNGS, Task, make_tasks, rung_of, rung_tasks, verify
+from lib.core.tasks import FAMILIES, RUNGS, Task, make_tasks, normalise, rung_of, rung_tasks, verify
 from lib.society.climb import keep
 from lib.society.climb.config import load_file, validate_config
 from lib.society.climb.ladder import EVALUATION, TRAINING, audit, ladder_for, overlaps
+from lib.core.rows import shard_path
 from lib.society.pools import part_of, pretrain_tasks
 
 PART = {"hints": "founders", "climb": "children", "rung_val": "val", "rung_select": "val", "inheritance_t": "children"}
@@ -111,8 +112,38 @@ def test_the_verifier_keeps_every_distinct_accepted_answer_once_with_what_was_sa
     samples = [[["1 2", "9"], ["5", "5"], ["4", "4."]],
                [["1  2", "nope"], ["3", "3"], ["7", "8"]]]
     kept = keep.verified_kept(tasks, samples, lambda o, x: verify(o, x))
-    assert kept == [T("p0", "1 2"), T("p1", "3"), T("p2", "4")]
+    assert [(x.prompt, normalise(x.answer)) for x in kept] == [("p0", "1 2"), ("p1", "3"), ("p2", "4")]
+    said = {o for agent in samples for outs in agent for o in outs}
+    assert all(x.answer in said for x in kept)
     assert keep.verified_kept(tasks, samples, lambda o, x: False) == []
+
+
+def test_a_kept_answer_is_labelled_with_what_the_learner_said_not_with_the_gold_answer():
+    """The label is the said surface form: "1, 2" and "Answer: 3." are accepted for "1 2" and "3", and kept as said
+    (a filter that relabels with the gold answer fails here: its labels equal gold)."""
+    tasks = [T("p0", "1 2"), T("p1", "3")]
+    samples = [[["1, 2", "9"], ["Answer: 3.", "5"]]]
+    kept = keep.verified_kept(tasks, samples, verify)
+    assert [x.answer for x in kept] == ["1, 2", "3."]
+    assert all(x.answer != t.answer and verify(x.answer, t) for x, t in zip(kept, tasks))
+    voted = keep.vote_kept(tasks[:1], [[["1, 2"]], [["1,2"]], [["9"]]], 2)
+    assert [x.answer for x in voted] in (["1, 2"], ["1,2"]) and voted[0].answer != tasks[0].answer
+
+
+def test_the_filters_do_not_read_an_agents_seat():
+    """Relabelling the agents leaves every filter's kept answers (labels and order) unchanged."""
+    rng = np.random.default_rng(3)
+    tasks = [T(f"p{j}", str(j % 3)) for j in range(12)]
+    for _ in range(50):
+        samples = [[[str(rng.integers(0, 4)) + (" " * int(rng.integers(0, 2))) for _ in range(3)] for _ in tasks]
+                   for _ in range(4)]
+        perm = rng.permutation(4)
+        moved = [samples[i] for i in perm]
+        assert keep.verified_kept(tasks, samples, verify) == keep.verified_kept(tasks, moved, verify)
+        assert keep.vote_kept(tasks, samples, 3) == keep.vote_kept(tasks, moved, 3)
+        c, k, d = keep.agreement(samples)
+        c2, k2, d2 = keep.agreement(moved)
+        assert c == c2 and np.array_equal(k[perm], k2) and np.array_equal(d[np.ix_(perm, perm)], d2)
 
 
 def test_a_vote_keeps_what_m_agents_say_most_and_never_calls_a_verifier():
@@ -120,7 +151,7 @@ def test_a_vote_keeps_what_m_agents_say_most_and_never_calls_a_verifier():
     samples = [[["a", "a", "b"], ["c", "d", "d"], ["e", "f", "g"]],
                [["a", "b", "b"], ["d", "d", "d"], ["e", "", ""]],
                [["a", "a", "a"], ["c", "c", "d"], ["h", "h", "e"]]]
-    # agents' votes: p0 a, b, a -> a (2 of 3); p1 d, d, c -> d; p2 e (tie: first said), e, h -> e
+    # agents' votes: p0 a, b, a -> a (2 of 3); p1 d, d, c -> d; p2 e (tie: first sampled), e, h -> e
     assert [x.answer for x in keep.vote_kept(tasks, samples, 2)] == ["a", "d", "e"]
     assert [x.answer for x in keep.vote_kept(tasks, samples, 3)] == []
     with pytest.raises(ValueError, match="majority"):
@@ -140,6 +171,9 @@ def test_agreement_measures_conformity_with_the_consensus_of_modal_answers():
     assert consensus == ["a", "b"]
     assert list(kappa) == [1.0, 0.5, 0.5]
     assert dist[0, 1] == 0.5 and dist[0, 2] == 0.5 and dist[1, 2] == 1.0 and dist[0, 0] == 0
+    # four different answers: no consensus, nobody conforms (the seat-biased rule gave agent 0 conformity 1)
+    consensus, kappa, _ = keep.agreement([[["a"]], [["b"]], [["c"]], [["d"]]])
+    assert consensus == [""] and list(kappa) == [0.0] * 4
 
 
 def test_a_rounds_mix_has_its_size_and_keeps_at_most_its_share_of_kept_answers(rng):
@@ -239,8 +273,8 @@ def climbed(tiny, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("climb")
     raw = {**load_layers(SMOKE), "seeds": [0], "adapters_dir": str(tmp / "runs")}
     rows = []
-    for arms, ver in ((["climb", "climb_single", "climb_single_vote", "baseline_hints", "baseline_gold_climb"],
-                       verify), (["climb_vote"], never)):
+    for arms, ver in ((["climb", "climb_single", "climb_single_vote", "baseline_hints", "baseline_gold_climb",
+                        "climb_single@child", "climb@lineages"], verify), (["climb_vote"], never)):
         cfg = validate_config({**raw, "arms": arms})
         rows.append(run_experiment(cfg, folder=tmp / "data", verifier=ver, base=tiny, agents=FakeAgents))
     return pd.concat(rows, ignore_index=True), validate_config(raw), tmp
@@ -269,6 +303,60 @@ def test_climb_single_spends_the_populations_samples_and_steps(climbed):
     assert one_shot == last["climb"]["cost_train_steps"]  # the one-shot baseline trains a population's steps
     learner_rows = rows[(rows["arm"] == "climb_single") & (rows["generation"] == 1) & (rows["agent"] >= 0)]
     assert set(learner_rows["agent"]) == {0}
+
+
+def test_a_learner_at_one_childs_budget_spends_one_childs_samples_and_steps(climbed):
+    rows, cfg, _ = climbed
+    k, n = cfg.climb_samples, cfg.n_climb * len(cfg.families)
+    assert value(rows, "climb_single@child", "cost_samples", cfg.rounds).tolist() == [cfg.rounds * k * n]
+    start = value(rows, "climb", "cost_train_steps", cfg.rounds)[0] - cfg.rounds * cfg.population * cfg.round_steps
+    assert value(rows, "climb_single@child", "cost_train_steps", cfg.rounds).tolist() == [
+        start + cfg.rounds * cfg.round_steps]
+
+
+def test_lineages_select_nothing_each_child_continues_its_own_parent(climbed):
+    rows, cfg, _ = climbed
+    nxt = rows[(rows["arm"] == "climb@lineages") & (rows["metric"] == "next_parent")]
+    assert len(nxt) == cfg.rounds * cfg.population and (nxt["value"] == nxt["agent"]).all()
+    mine = rows[rows["arm"] == "climb@lineages"]
+    assert not (mine["metric"] == "val_overall").any() and not mine["selected"].any()
+    assert value(rows, "climb@lineages", "cost_verifier_calls", cfg.rounds)[0] > 0  # the verifier still keeps
+
+
+def test_the_pool_only_grows_every_rounds_kept_answers_stay_in_it(climbed):
+    """pool_n at round t is every kept answer so far, and after the last round the pool still holds round 0's
+    (a round that replaced the pool by its own kept answers fails both)."""
+    rows, cfg, tmp = climbed
+    from lib.core.rows import read_progress
+    for arm in ("climb", "climb_vote", "climb_single"):
+        kept = [value(rows, arm, "kept_n", t)[0] for t in range(cfg.rounds)]
+        pool = [value(rows, arm, "pool_n", t)[0] for t in range(cfg.rounds)]
+        assert pool == list(np.cumsum(kept)), (arm, kept, pool)
+        info = read_progress(shard_path(tmp / "data", arm, 0))
+        by_round = [sum(x[3] == t for x in info["pool"]) for t in range(cfg.rounds)]
+        assert by_round == kept and kept[0] > 0, (arm, by_round, kept)
+
+
+def test_the_ensemble_read_out_is_the_strict_majority_of_the_last_populations_greedy_answers(climbed):
+    rows, cfg, tmp = climbed
+    from lib.core.rows import read_progress
+    lad = ladder_for(cfg, 0)
+    tasks = lad.rung_test[cfg.rung]
+    for arm in ("climb", "climb_vote", "climb@lineages"):
+        info = read_progress(shard_path(tmp / "data", arm, 0))
+        fake = FakeAgents()
+        names = [f"a{i}" for i in range(cfg.population)]
+        for n, d in zip(names, info["agents"]):
+            fake.load(n, tmp / "runs" / d)
+        said = fake.answer(names, [x.prompt for x in tasks])
+        right = 0
+        for j, x in enumerate(tasks):
+            counts = pd.Series([a[j] for a in said]).value_counts()
+            strict = len(counts) == 1 or counts.iloc[0] > counts.iloc[1]
+            right += strict and counts.index[0] == x.answer
+        got = value(rows, arm, f"ensemble_rung{cfg.rung}", cfg.rounds)
+        assert got.tolist() == [pytest.approx(right / len(tasks))], arm
+    assert len(value(rows, "climb_single", f"ensemble_rung{cfg.rung}")) == 0
 
 
 def test_the_kept_answers_are_exactly_the_verified_or_the_voted_ones(climbed):

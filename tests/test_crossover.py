@@ -68,9 +68,10 @@ def test_the_archive_always_holds_each_cells_best_ever_with_the_base_as_the_firs
     for t in range(6):
         names = [f"t{t}a{i}" for i in range(4)]
         scores = rng.uniform(0, 1, size=(4, 3)).round(2)
-        arc.update(names, scores)
+        keys = [f"{(5 * i) % 4}" for i in range(4)]  # ties: the smaller key, not the first seat
+        arc.update(names, scores, keys=keys)
         for k, c in enumerate(cells):
-            i = int(np.argmax(scores[:, k]))
+            i = min(range(4), key=lambda a: (-scores[a, k], keys[a]))
             if scores[i, k] > best[c]:
                 best[c], holder[c] = scores[i, k], names[i]
         assert arc.score == best and arc.elite == holder  # the best ever, never lost

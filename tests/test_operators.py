@@ -30,10 +30,14 @@ def test_answer_of_formats():
     assert op.answer_of("38 + 21 = 59") == "38 + 21 = 59"  # untagged (tiny base): the line as it is
 
 
-def test_consensus_tie_break_is_first_agent():
-    outs = [["x", "", "q"], ["y", "", "q"], ["y", "", "r"], ["x", "", ""]]
-    # prompt 0: x and y tie 2-2, x is seen first (agent 0); nobody answered prompt 1
-    assert op.consensus_answers(outs) == ["x", "", "q"]
+def test_a_tie_has_no_consensus():
+    outs = [["x", "", "q", "a"], ["y", "", "q", "b"], ["y", "", "r", "c"], ["x", "", "", "d"]]
+    # prompt 0: x and y tie 2-2 (no consensus, whoever spoke first); nobody answered prompt 1; prompt 3: all differ
+    assert op.consensus_answers(outs) == ["", "", "q", ""]
+    assert op.consensus_share(op.consensus_answers(outs)) == 0.25
+    # four different answers give no agent any conformity (the lowest-seat rule gave agent 0 conformity 1)
+    four = [["a"], ["b"], ["c"], ["d"]]
+    assert op.conformity_scores(four, op.consensus_answers(four)).tolist() == [0.0] * 4
 
 
 def test_conformity_and_distance_on_known_population():
@@ -72,7 +76,7 @@ def test_distance_matrix_invariants(outs):
 
 @settings(max_examples=150, deadline=None)
 @given(populations())
-def test_consensus_is_the_first_modal_answer_and_bounds_conformity(outs):
+def test_consensus_is_the_strict_modal_answer_and_bounds_conformity(outs):
     cons = op.consensus_answers(outs)
     kappa = op.conformity_scores(outs, cons)
     assert kappa.shape == (len(outs),)
@@ -83,10 +87,12 @@ def test_consensus_is_the_first_modal_answer_and_bounds_conformity(outs):
         if not given:
             assert c == ""
             continue
-        # a modal given answer; among tied ones, the one the lowest-indexed agent gave
-        count = {a: given.count(a) for a in given}
-        assert c in count and count[c] == max(count.values())
-        assert c == next(a for a in given if count[a] == count[c])
+        # the answer strictly more agents give than any other; none where two tie for the most
+        count = sorted((given.count(a) for a in set(given)), reverse=True)
+        if len(count) > 1 and count[0] == count[1]:
+            assert c == ""
+        else:
+            assert given.count(c) == count[0]
     # κ_i counts agreement with a non-empty consensus: the consensus itself, as an agent, scores highest
     best = np.mean([c != "" for c in cons]) if cons else 0.0
     assert np.all(kappa <= best + 1e-12)
@@ -116,40 +122,44 @@ def scored_population(draw):
 @given(scored_population())
 def test_select_parents_invariants(args):
     s, D, p, lam = args
-    top = op.select_parents(s, D, p, diversity=False, lam=lam)
-    qd = op.select_parents(s, D, p, diversity=True, lam=lam)
+    keys = [f"k{(7 * i) % 11:02d}" for i in range(len(s))]
+    top = op.select_parents(s, D, p, keys=keys, diversity=False, lam=lam)
+    qd = op.select_parents(s, D, p, keys=keys, diversity=True, lam=lam)
     for sel in (top, qd):
         assert len(sel) == p and len(set(sel)) == p
         assert all(0 <= i < len(s) for i in sel)
     assert qd[0] == top[0]  # the best agent is always chosen first
-    assert op.select_parents(s, D, p, diversity=True, lam=0.0) == top  # lam = 0 is top-P
-    # greedy MMR: each next parent maximises s_i - lam * max_{k chosen} (1 - D_ik) (ties: lower index)
+    assert op.select_parents(s, D, p, keys=keys, diversity=True, lam=0.0) == top  # lam = 0 is top-P
+    # greedy MMR: each next parent maximises s_i - lam * max_{k chosen} (1 - D_ik) (ties: the smaller key)
     for step in range(1, p):
         chosen, rest = qd[:step], [i for i in range(len(s)) if i not in qd[:step]]
         gain = {i: s[i] - lam * max(1.0 - D[i, k] for k in chosen) for i in rest}
         pick = qd[step]
-        assert all(gain[pick] > gain[i] or (gain[pick] == gain[i] and pick < i) for i in rest if i != pick)
+        assert all(gain[pick] > gain[i] or (gain[pick] == gain[i] and keys[pick] < keys[i]) for i in rest if i != pick)
 
 
 def test_qd_prefers_a_distant_agent():
     s = np.array([1.0, 0.95, 0.6])
     D = np.array([[0, 0.0, 1.0], [0.0, 0, 1.0], [1.0, 1.0, 0]])  # 0 and 1 behave identically
-    assert op.select_parents(s, D, 2, diversity=False) == [0, 1]
-    assert op.select_parents(s, D, 2, diversity=True, lam=0.5) == [0, 2]
+    keys = ["a", "b", "c"]
+    assert op.select_parents(s, D, 2, keys=keys, diversity=False) == [0, 1]
+    assert op.select_parents(s, D, 2, keys=keys, diversity=True, lam=0.5) == [0, 2]
 
 
 def test_select_parents_errors():
     with pytest.raises(ValueError, match="n_parents"):
-        op.select_parents([1, 2], np.zeros((2, 2)), 3)
+        op.select_parents([1, 2], np.zeros((2, 2)), 3, keys=["a", "b"])
     with pytest.raises(ValueError, match="shape"):
-        op.select_parents([1, 2], np.zeros((3, 3)), 1)
+        op.select_parents([1, 2], np.zeros((3, 3)), 1, keys=["a", "b"])
+    with pytest.raises(ValueError, match="tie keys"):
+        op.select_parents([1, 2], np.zeros((2, 2)), 1, keys=["a"])
 
 
 @settings(max_examples=150, deadline=None)
 @given(scored_population(), st.integers(1, 12))
 def test_complementary_pairs_invariants(args, n_pairs):
     s, D, p, _ = args
-    parents = op.select_parents(s, D, p, diversity=False)
+    parents = op.select_parents(s, D, p, keys=[str(i) for i in range(len(s))], diversity=False)
     if len(parents) < 2:
         with pytest.raises(ValueError):
             op.complementary_pairs(parents, D, n_pairs)

@@ -94,8 +94,8 @@ def test_tables_have_their_shapes_and_keys():
     t = pop.population_rows(cfg, 3)
     assert set(t) == {"agents", "selection", "pairs", "distance"}
     a = t["agents"]
-    assert list(a.columns) == ["seed", "agent", "fitness", "conformity", "score",
-                               *[f"skill_{f}" for f in FAMILIES], "consensus_acc"]
+    assert list(a.columns) == ["seed", "agent", "fitness", "conformity", "score", "answer_key",
+                               *[f"skill_{f}" for f in FAMILIES], "consensus_acc", "consensus_share"]
     assert len(a) == 7 and list(a.agent) == list(range(7)) and set(a.seed) == {3}
     np.testing.assert_allclose(a.score, 0.25 * a.fitness + 0.75 * a.conformity)
     assert a[["fitness", "conformity", "consensus_acc"]].stack().between(0, 1).all()
@@ -110,7 +110,8 @@ def test_tables_have_their_shapes_and_keys():
     np.testing.assert_array_equal(np.diag(D), 0)
     p = t["pairs"]
     assert list(p.columns) == ["seed", "rank", "a", "b", "distance"] and list(p["rank"]) == list(range(5))
-    parents = op.select_parents(a.score.to_numpy(), D, cfg["n_parents"], diversity=True, lam=cfg["lam"])
+    parents = op.select_parents(a.score.to_numpy(), D, cfg["n_parents"], keys=a.answer_key.tolist(), diversity=True,
+                               lam=cfg["lam"])
     assert all(x != y and {x, y} <= set(parents) for x, y in zip(p.a, p.b))
     np.testing.assert_allclose(p.distance, D[p.a, p.b])
     assert list(p.distance[:3]) == sorted(p.distance[:3], reverse=True)  # 3 parents: 3 pairs, most distant first

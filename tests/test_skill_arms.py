@@ -230,7 +230,7 @@ def test_birth_rows_of_a_crossover_child_name_its_teachers_and_no_merge():
                       teachers=("a0", "a1", BASE))
     (ch,) = step.reproduce([src], [], [], child_seed=lambda c: 1)
     metrics = [r["metric"] for r in RowWriter("x", "crossover", 0).births(1, [ch])]
-    assert metrics == ["parents", "inherit_n", "teachers_n", "inherit_n_lists_familiar"]
+    assert metrics == ["parents", "pair_rank", "inherit_n", "teachers_n", "inherit_n_lists_familiar"]
 
 
 def test_a_crossover_archive_run_resumes_to_the_same_rows(tmp_path):

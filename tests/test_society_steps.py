@@ -91,11 +91,12 @@ def test_evaluate_measures_fitness_consensus_and_distance(three):
     np.testing.assert_allclose(ev.val, [1.0, 0.5, 0.25])
     np.testing.assert_allclose(ev.screen, [1.0, 0.5, 0.5])   # val tasks 0 (lists 10) and 2 (arith 12)
     assert ev.val_halves[2] == (0.5, 0.0)                    # even: lists 10, arith 12; odd: lists 11, arith 13
-    # conformity pool: a0 = 20 21 22, a1 = 20 wrong wrong, a2 = 20 7 7 -> consensus 20, then ties to a0
-    assert ev.consensus == ["20", "21", "22"]
-    np.testing.assert_allclose(ev.conformity, [1.0, 1 / 3, 1 / 3])
+    # conformity pool: a0 = 20 21 22, a1 = 20 wrong wrong, a2 = 20 7 7 -> consensus 20, then ties: none
+    assert ev.consensus == ["20", "", ""] and ev.consensus_share == pytest.approx(1 / 3)
+    np.testing.assert_allclose(ev.conformity, [1 / 3, 1 / 3, 1 / 3])  # the old lowest-seat rule gave a0 1.0
     assert ev.distance[1, 2] == pytest.approx(2 / 3) and ev.distance[0, 0] == 0
-    assert ev.consensus_acc == 1.0
+    assert ev.consensus_acc == pytest.approx(1 / 3)  # a prompt without a consensus has no right answer
+    assert len(set(ev.keys)) == 3
     assert ev.diversity == pytest.approx(np.mean([2 / 3, 2 / 3, 2 / 3]))
 
 
@@ -176,7 +177,7 @@ def test_rows_follow_the_schema():
                      source=step.Source(parents=(2, 5), agent="m", answers=[], test={"lists": .5, "overall": .25},
                                         screen=.5, merge_winner=1, merge_gain=.1, merge_tied=2))
     births = {r["metric"]: r["value"] for r in RowWriter("e", "full", 3).births(3, [kid])}
-    assert births == {"parents": 205.0, "inherit_n": 3.0, "source_test_lists": .5, "source_test_overall": .25,
+    assert births == {"parents": 205.0, "pair_rank": 1.0, "inherit_n": 3.0, "source_test_lists": .5, "source_test_overall": .25,
                       "source_val_overall": .5, "merge_winner": 1.0, "merge_tied": 2.0, "merge_gain_val": .1}
 
 

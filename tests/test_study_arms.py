@@ -28,6 +28,8 @@ def arm(name="full", **kw):
     return Arm(**{**base, **kw})
 
 
+KEYS = [f"key{i}" for i in range(10)]  # tie keys (lib.operators.ops.answer_key) in seat order
+
 # ----------------------------------------------------------------------------- niche
 
 
@@ -40,7 +42,7 @@ def test_niche_parents_always_hold_each_familys_best(seed):
     dist = rng.random((n, n))
     dist = (dist + dist.T) / 2
     np.fill_diagonal(dist, 0)
-    parents = niche_parents(val, scores, dist, 3, lam=0.3)
+    parents = niche_parents(val, scores, dist, 3, keys=KEYS[:n], lam=0.3)
     assert len(set(parents)) == 3
     for j in range(f):  # each family's top val score is held by a parent
         assert val[parents, j].max() == val[:, j].max()
@@ -49,15 +51,15 @@ def test_niche_parents_always_hold_each_familys_best(seed):
 def test_niche_fills_the_other_slots_by_score_and_breaks_ties_by_score():
     val = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.2], [0.5, 0.5]])
     scores = np.array([0.1, 0.9, 0.3, 0.8])
-    parents = niche_parents(val, scores, np.ones((4, 4)) - np.eye(4), 3, diversity=False)
+    parents = niche_parents(val, scores, np.ones((4, 4)) - np.eye(4), 3, keys=KEYS[:4], diversity=False)
     assert parents == [1, 3, 2]  # lists: agents 0 and 1 tie, the higher score wins; arith: agent 3; then by score
-    assert niche_parents(val, scores, np.zeros((4, 4)), 2, diversity=False) == [1, 3]
+    assert niche_parents(val, scores, np.zeros((4, 4)), 2, keys=KEYS[:4], diversity=False) == [1, 3]
 
 
 def test_niche_arm_selects_the_strings_specialist_that_top_p_leaves_out():
     ev = step.Evaluation(test=[{}] * 4, val=np.array([0.9, 0.8, 0.7, 0.3]), screen=np.zeros(4),
                          val_halves=[(0, 0)] * 4, consensus=[], conformity=np.array([0.9, 0.8, 0.7, 0.2]),
-                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0,
+                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0, keys=tuple(KEYS[:4]),
                          val_family=np.array([[0.9, 0.1], [0.8, 0.1], [0.7, 0.2], [0.0, 0.9]]))
     top = step.select(ev, arm(), n_parents=2, lam=0.0)
     niche = step.select(ev, arm("niche", selection="niche"), n_parents=2, lam=0.0)
@@ -73,7 +75,7 @@ def test_lexicase_picks_the_sole_solver_of_a_case_whatever_its_total(seed):
     items = (rng.random((6, 40)) < 0.8).astype(float)
     items[:, 0], items[5] = 0.0, 0.0
     items[5, 0] = 1.0  # agent 5 is worst overall but alone right on item 0
-    picks = [lexicase_parents(items, 3, np.random.default_rng([seed, k])) for k in range(200)]
+    picks = [lexicase_parents(items, 3, np.random.default_rng([seed, k]), keys=KEYS[:len(items)]) for k in range(200)]
     assert all(len(set(p)) == 3 for p in picks)
     assert 5 not in sorted(range(6), key=lambda i: -items[i].sum())[:3]  # top-P never takes it
     # an event takes agent 5 when item 0 comes first (1 in 40): ~3 in 40 of the draws of 3 parents
@@ -83,26 +85,26 @@ def test_lexicase_picks_the_sole_solver_of_a_case_whatever_its_total(seed):
 def test_lexicase_is_top_one_on_a_dominant_agent_and_reproducible():
     items = np.array([[1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], dtype=float)
     for k in range(50):  # agent 0 is at least as good on every case: every first event ends on it
-        assert lexicase_parents(items, 1, np.random.default_rng(k)) == [0]
-    a = lexicase_parents(items, 3, np.random.default_rng(7))
-    assert a == lexicase_parents(items, 3, np.random.default_rng(7)) and a[0] == 0 and len(set(a)) == 3
+        assert lexicase_parents(items, 1, np.random.default_rng(k), keys=KEYS[:len(items)]) == [0]
+    a = lexicase_parents(items, 3, np.random.default_rng(7), keys=KEYS[:len(items)])
+    assert a == lexicase_parents(items, 3, np.random.default_rng(7), keys=KEYS[:len(items)]) and a[0] == 0 and len(set(a)) == 3
 
 
 def test_lexicase_eps_keeps_the_near_best():
     scores = np.array([[0.9, 0.0], [0.85, 1.0], [0.1, 0.5]])
     # case 0 alone decides on eps 0 (agent 0); with eps 0.1 agent 1 survives it and wins case 1
-    firsts = {tuple(lexicase_parents(scores, 1, np.random.default_rng(k), eps=0.1)) for k in range(40)}
+    firsts = {tuple(lexicase_parents(scores, 1, np.random.default_rng(k), keys=KEYS[:len(scores)], eps=0.1)) for k in range(40)}
     assert firsts == {(1,)}
     with pytest.raises(ValueError, match="eps"):
-        lexicase_parents(scores, 1, np.random.default_rng(0), eps=-1)
+        lexicase_parents(scores, 1, np.random.default_rng(0), keys=KEYS[:len(scores)], eps=-1)
     with pytest.raises(ValueError, match="n_parents"):
-        lexicase_parents(scores, 4, np.random.default_rng(0))
+        lexicase_parents(scores, 4, np.random.default_rng(0), keys=KEYS[:len(scores)])
 
 
 def test_lexicase_arm_reads_the_val_items_and_its_own_stream():
     ev = step.Evaluation(test=[{}] * 4, val=np.array([0.9, 0.8, 0.7, 0.3]), screen=np.zeros(4),
                          val_halves=[(0, 0)] * 4, consensus=[], conformity=np.array([0.9, 0.8, 0.7, 0.2]),
-                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0,
+                         distance=np.ones((4, 4)) - np.eye(4), consensus_acc=0.0, keys=tuple(KEYS[:4]),
                          val_items=np.array([[1, 1, 0], [1, 1, 0], [1, 0, 0], [0, 0, 1]], dtype=float))
     lex = arm("lexicase", selection="lexicase")
     runs = [step.select(ev, lex, n_parents=2, lam=0.0, rng=society.selection_rng(s, "lexicase", 0)).parents

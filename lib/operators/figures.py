@@ -103,7 +103,7 @@ def qd_parents(agents: pd.DataFrame, distance: pd.DataFrame, seed: int, *, n_par
     a = agents[agents["seed"] == seed].sort_values("agent")
     d = distance[distance["seed"] == seed].pivot(index="i", columns="j", values="distance")
     d = d.loc[a["agent"], a["agent"]].to_numpy()
-    idx = select_parents(a["score"].to_numpy(), d, n_parents, diversity=True, lam=lam)
+    idx = select_parents(a["score"].to_numpy(), d, n_parents, keys=a["answer_key"].tolist(), diversity=True, lam=lam)
     return [int(a["agent"].iloc[i]) for i in idx]
 
 

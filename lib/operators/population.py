@@ -10,7 +10,7 @@ is then scored exactly as the society scores its agents (:mod:`lib.operators.ops
 each ``λ`` in ``lams``.
 
 Outputs (``data/<scale>/operators/``): ``agents.csv`` (seed, agent, fitness, conformity, score,
-skills), ``selection.csv`` (seed, lam, method, mean score and mean pairwise behavioural distance
+answer key, skills, the consensus's accuracy and the share of prompts that have one), ``selection.csv`` (seed, lam, method, mean score and mean pairwise behavioural distance
 of the selected set, the selected agents), ``distance.csv`` (the N×N matrices, long form) and
 ``pairs.csv`` (complementary pairs of the QD parents at ``lam``), plus ``manifest.json``.
 """
@@ -90,25 +90,26 @@ def population_rows(cfg: dict, seed: int) -> dict[str, pd.DataFrame]:
     outs, tasks, skills = synthetic_outputs(cfg, seed)
     fams = cfg["families"]
     cons = op.consensus_answers(outs)
+    keys = op.answer_keys(outs)  # ties between agents: broken by what they said, never by their seat
     kappa = op.conformity_scores(outs, cons)
     D = op.behavioural_distance(outs)
     fit = np.array([op.fitness_of(o, tasks, fams)["overall"] for o in outs])
     score = cfg["g"] * fit + (1 - cfg["g"]) * kappa
     agents = pd.DataFrame({"seed": seed, "agent": np.arange(len(outs)), "fitness": fit,
-                           "conformity": kappa, "score": score,
+                           "conformity": kappa, "score": score, "answer_key": keys,
                            **{f"skill_{f}": skills[:, k] for k, f in enumerate(fams)}})
     sel = []
     for lam in cfg["lams"]:
         for method, diversity in (("top_p", False), ("qd", True)):
-            idx = op.select_parents(score, D, cfg["n_parents"], diversity=diversity, lam=lam)
+            idx = op.select_parents(score, D, cfg["n_parents"], keys=keys, diversity=diversity, lam=lam)
             sel.append({"seed": seed, "lam": lam, "method": method,
                         "mean_score": float(score[idx].mean()), "mean_fitness": float(fit[idx].mean()),
                         "mean_distance": _mean_pairwise(D, idx), "selected": " ".join(map(str, idx))})
-    parents = op.select_parents(score, D, cfg["n_parents"], diversity=True, lam=cfg["lam"])
+    parents = op.select_parents(score, D, cfg["n_parents"], keys=keys, diversity=True, lam=cfg["lam"])
     pairs = pd.DataFrame([{"seed": seed, "rank": k, "a": a, "b": b, "distance": D[a, b]}
                           for k, (a, b) in enumerate(op.complementary_pairs(parents, D, cfg["n_pairs"]))])
-    consensus_acc = float(np.mean([c == t.answer for c, t in zip(cons, tasks)]))
-    agents["consensus_acc"] = consensus_acc
+    agents["consensus_acc"] = float(np.mean([c == t.answer for c, t in zip(cons, tasks)]))  # a tie: no answer
+    agents["consensus_share"] = op.consensus_share(cons)
     return {"agents": agents, "selection": pd.DataFrame(sel), "pairs": pairs,
             "distance": pd.DataFrame([{"seed": seed, "i": i, "j": j, "distance": D[i, j]}
                                       for i in range(len(D)) for j in range(len(D))])}

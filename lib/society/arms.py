@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from lib.core.palette import TOL_BRIGHT, TOL_EXTRA, TOL_MUTED, TOL_VIBRANT
 
 ROLES = ("reference", "primary", "secondary", "baseline")
-SELECTIONS = ("qd", "top", "niche", "lexicase")  # lib.society.generation.select
+SELECTIONS = ("qd", "top", "niche", "lexicase", "lineages")  # lib.society.generation.select; lineages: the climb's
+# population without selection (child c continues its own parent c)
 # what a child learns from (lib.society.generation): its source's answers (distill), only the verified ones
 # (verified), nothing: it is the screened merge (merge); the union of several teachers' verified answers, as a
 # fresh LoRA (crossover) or as a repair of the screened merge (repair) or as one parent's LoRA trained further
@@ -154,6 +155,14 @@ ARMS: tuple[ArmSpec, ...] = (
     ArmSpec("baseline_gold_climb", "baseline", "as baseline_hints, plus every round's climb prompts with their gold "
             "answers (the ceiling)", "supervised training on the rung", Look(X["black"], "X", "gold climb data"),
             climb="gold", single=True),
+    # the climb's secondary designs (issue 53 §4, pre-registered in configs/society_climb/fair.yaml): why one learner
+    # beat the population
+    ArmSpec("climb_single@child", "secondary", "one learner with the verifier at one child's samples and steps per "
+            "round (the population's per-model budget)", "expert iteration at a population member's budget",
+            merge=None, diversity=False, inherit="continue", climb="verifier", single=True, budget="child"),
+    ArmSpec("climb@lineages", "secondary", "climb with no selection: child c continues its own parent c",
+            "four independent expert-iteration lineages sharing kept answers", merge=None, inherit="continue",
+            climb="verifier", selection="lineages"),
     # named variants with a role or look of their own
     ArmSpec("full@matched", "primary", "each child trains as long as a founder",
             "distillation at a founder's budget", Look(B["green"], "8")),

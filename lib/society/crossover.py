@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from lib.operators.ops import best
+
 from lib.core.tasks import Task, answer_of, normalise, region
 
 BASE = "base"  # the bare base's name in the archive
@@ -72,7 +74,8 @@ def cell_scores(verdicts: np.ndarray, tasks: Sequence[Task], cells: Sequence[str
 class Archive:
     """The best agent ever per cell: ``elite[cell]`` its name (an adapter the driver keeps; :data:`BASE` for the
     bare base), ``score[cell]`` its val accuracy there, ``base[cell]`` the bare base's (the bar a parent must
-    clear). Ties keep the incumbent: an elite is replaced only by a strictly better agent."""
+    clear). Ties keep the incumbent: an elite is replaced only by a strictly better agent; among a generation's agents
+    tied for a cell's best, the one with the smaller answer key (:func:`lib.operators.ops.answer_key`) is offered."""
 
     cells: tuple[str, ...]
     base: dict[str, float]
@@ -85,11 +88,12 @@ class Archive:
         base = dict(zip(cells, map(float, base_scores)))
         return cls(tuple(cells), base, {c: BASE for c in cells}, dict(base))
 
-    def update(self, names: Sequence[str], scores: np.ndarray) -> list[str]:
-        """Offer agents ``names`` with their ``(N, cells)`` ``scores``; returns the cells whose elite changed."""
+    def update(self, names: Sequence[str], scores: np.ndarray, *, keys: Sequence[str]) -> list[str]:
+        """Offer agents ``names`` with their ``(N, cells)`` ``scores`` and answer ``keys``; returns the cells whose
+        elite changed."""
         changed = []
         for k, c in enumerate(self.cells):
-            i = int(np.argmax(scores[:, k]))  # the first of the best agents of this generation
+            i = best(scores[:, k], keys)
             if scores[i, k] > self.score[c]:
                 self.elite[c], self.score[c] = names[i], float(scores[i, k])
                 changed.append(c)

@@ -30,7 +30,7 @@ def update_archive(archive: Archive, names: Sequence[str], dirs: Sequence[Path],
     """Offer generation's agents ``names`` (adapters ``dirs``) to the archive on their val verdicts; a new
     elite's adapter is copied to ``folder/<name>``, and the folders of agents that hold no cell any more are
     deleted. Returns the cells whose elite changed."""
-    changed = archive.update(names, cell_scores(ev.val_items, pools.val, archive.cells))
+    changed = archive.update(names, cell_scores(ev.val_items, pools.val, archive.cells), keys=ev.keys)
     where = dict(zip(names, dirs))
     for name in {archive.elite[c] for c in changed}:
         copy_adapter(where[name], folder / name)

@@ -42,9 +42,9 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from lib.operators.ops import (agreement, behavioural_distance, complementary_pairs, conformity_scores,
-                                 consensus_answers, elite_indices, fitness_of, lexicase_parents, niche_parents,
-                                 region_accuracy, sample_merge_weights, select_parents)
+from lib.operators.ops import (agreement, answer_keys, behavioural_distance, complementary_pairs, conformity_scores,
+                                 consensus_answers, consensus_share, elite_indices, fitness_of, lexicase_parents,
+                                 niche_parents, region_accuracy, sample_merge_weights, select_parents)
 from lib.core.tasks import Task, answer_of
 from lib.society.config import Arm
 from lib.society.crossover import BASE, Archive, archive_teachers, cell_scores, gold_data, verified_union
@@ -115,10 +115,12 @@ class Evaluation:
     val: np.ndarray             # (N,) val accuracy: the grounded selection signal
     screen: np.ndarray          # (N,) accuracy on the screening part of val
     val_halves: list[tuple]     # per agent: (even-indexed, odd-indexed) val accuracy (split-half reliability)
-    consensus: list[str]        # the modal normalised answer per conformity prompt
+    consensus: list[str]        # the strict modal normalised answer per conformity prompt ("" where answers tie)
     conformity: np.ndarray      # (N,) κ_i, agreement with the consensus
     distance: np.ndarray        # (N, N) behavioural distance on the conformity pool
-    consensus_acc: float        # verifier accuracy of the consensus answers
+    consensus_acc: float        # share of conformity prompts whose consensus the verifier accepts (a tie: none)
+    keys: tuple[str, ...] = ()  # per agent, the hash of its val and conformity outputs: every selection's tie-break
+    consensus_share: float = float("nan")  # share of conformity prompts that have a consensus
     val_family: np.ndarray | None = None  # (N, F) val accuracy per family (niche selection)
     val_items: np.ndarray | None = None   # (N, n_val·F) the verifier's 0/1 verdict per val item (lexicase)
 
@@ -131,7 +133,8 @@ class Evaluation:
 
 def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, verifier: Verifier,
              families: Sequence[str]) -> Evaluation:
-    """Step 1: every agent on test, val and the conformity pool (one batched call)."""
+    """Step 1: every agent on test, val and the conformity pool (one batched call). The agents' tie keys hash what
+    they said on the pools selection reads (val and conformity; :func:`lib.operators.ops.answer_keys`)."""
     ans = answer_pools(agents, names, {"test": pools.test, "val": pools.val, "conformity": pools.conformity})
 
     def acc(outs, tasks) -> dict:
@@ -152,6 +155,8 @@ def evaluate(agents: Agents, names: Sequence[str], pools: GenerationPools, *, ve
         val_halves=[(acc(o[0::2], val_tasks[0::2])["overall"], acc(o[1::2], val_tasks[1::2])["overall"])
                     for o in ans["val"]],
         consensus=consensus,
+        consensus_share=consensus_share(consensus),
+        keys=tuple(answer_keys(ans["val"], ans["conformity"])),
         conformity=conformity_scores(ans["conformity"], consensus),
         distance=behavioural_distance(ans["conformity"]),
         consensus_acc=float(np.mean([verifier(c, x) for c, x in zip(consensus, pools.conformity)])),
@@ -185,17 +190,20 @@ def select(ev: Evaluation, arm: Arm, *, n_parents: int, lam: float,
            rng: np.random.Generator | None = None) -> Selection:
     """Step 2: grounded score, then quality-diversity (or top-P) parents — with ``niche`` selection
     each family's best agent on that family's val first, with ``lexicase`` selection lexicase over
-    the val items (drawn from ``rng``) — and the elites (by score in every arm)."""
+    the val items (drawn from ``rng``) — and the elites (by score in every arm). Every exact tie goes to the agent
+    with the smaller answer key (``ev.keys``), never to a seat."""
     scores = ev.conformity.copy() if arm.g == 0 else arm.g * ev.val + (1.0 - arm.g) * ev.conformity
+    keys = list(ev.keys)
     if arm.selection == "lexicase":
         if rng is None:
             raise ValueError("lexicase selection draws case orders: pass rng")
-        parents = lexicase_parents(ev.val_items, n_parents, rng)
+        parents = lexicase_parents(ev.val_items, n_parents, rng, keys=keys)
     elif arm.selection == "niche":
-        parents = niche_parents(ev.val_family, scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
+        parents = niche_parents(ev.val_family, scores, ev.distance, n_parents, keys=keys, diversity=arm.diversity,
+                                lam=lam)
     else:
-        parents = select_parents(scores, ev.distance, n_parents, diversity=arm.diversity, lam=lam)
-    return Selection(scores=scores, parents=parents, elites=elite_indices(scores, arm.elitism))
+        parents = select_parents(scores, ev.distance, n_parents, keys=keys, diversity=arm.diversity, lam=lam)
+    return Selection(scores=scores, parents=parents, elites=elite_indices(scores, arm.elitism, keys=keys))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ DIAGNOSTICS = {
     "val_half_a": "val accuracy on the even-indexed val tasks (split-half reliability of the signal)",
     "val_half_b": "val accuracy on the odd-indexed val tasks",
     "base_test_<family>": "the bare base on the test pool (agent -1, generation 0 only)",
+    "consensus_share": "share of the conformity prompts that have a consensus (an answer strictly more agents give "
+                       "than any other; a tie has none), agent -1",
+    "pair_rank": "a child's role: the rank of its parent pair (0: the most distant pair), its seat less the elites'",
     "elite": "1 for an agent copied unchanged from the previous generation (its parents row is e*100+e)",
     "inherit_n": "usable (parsed) answers the child was trained on (< 8: the child is a copy)",
     "source_val_overall": "accuracy of the child's source at t on the screening pool (val's first n_screen per family)",
@@ -67,7 +70,8 @@ class RowWriter:
             out += [self.row(t, i, "val_overall", ev.val[i], **mine),
                     self.row(t, i, "val_half_a", ev.val_halves[i][0], **mine),
                     self.row(t, i, "val_half_b", ev.val_halves[i][1], **mine)]
-        out += [self.row(t, -1, "consensus_acc", ev.consensus_acc), self.row(t, -1, "diversity_behav", ev.diversity)]
+        out += [self.row(t, -1, "consensus_acc", ev.consensus_acc), self.row(t, -1, "consensus_share", ev.consensus_share),
+                self.row(t, -1, "diversity_behav", ev.diversity)]
         if base_test is not None:  # the bare base on the test pool: the founders' reference
             out += [self.row(t, -1, f"base_test_{k}", v) for k, v in base_test.items()]
         return out
@@ -80,12 +84,14 @@ class RowWriter:
         (:func:`lib.society.shard.screen_candidates`)."""
         out = []
         energy, continued = energy or {}, continued or {}
+        n_elites = sum(ch.elite for ch in children)
         for ch in children:
             pa, pb = ch.parents
             out.append(self.row(t, ch.index, "parents", pa * 100 + pb))
             if ch.elite:
                 out.append(self.row(t, ch.index, "elite", 1.0))
                 continue
+            out.append(self.row(t, ch.index, "pair_rank", ch.index - n_elites))
             src = ch.source
             if ch.index in energy:  # inherit_merge: nothing distilled, the merge truncated
                 out.append(self.row(t, ch.index, "inherit_energy", energy[ch.index]))

@@ -51,7 +51,7 @@ from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
 from lib.engines.sample import make_sampling_agents
 from lib.engines.timing import PhaseClock, PhaseTimer
-from lib.operators.ops import fitness_of, select_parents
+from lib.operators.ops import answer_key, best, consensus_answers, consensus_share, fitness_of, select_parents
 from lib.society.arms import SPECS
 from lib.society.children import lora_steps
 from lib.society.climb import keep
@@ -172,14 +172,16 @@ def accuracy_rows(job: ClimbJob, t: int, names: list[str], agents, lad: Ladder, 
     """Every learner's rows at round ``t`` (greedy answers, measured with ``job.report``): the easy level's test
     (``test_<family>``, ``test_overall``), every rung's (``test_<family>_rung<r>``, ``test_rung<r>``), the selection
     pools (``select_overall``, ``select_rung``) and, with ``val``, the grounded signal (``val_overall``, read with
-    the loop's verifier). Returns the rows and ``{"select_rung": [...], "val": [...]}`` per learner."""
+    the loop's verifier). Returns the rows and, per learner, ``{"select_rung": [...], "val": [...], "keys": [...],
+    "rung": [...]}``: its answer key on the selection pools (the tie-break of a pick) and its greedy outputs on the
+    climbed rung's test pool."""
     cfg, fams = job.cfg, job.cfg.families
     pools = {"test": lad.test, "select": lad.selection, "select_rung": lad.rung_select,
              **{f"rung{r}": lad.rung_test[r] for r in RUNGS}}
     if val:
         pools["val"] = lad.val + lad.rung_val
     outs = agents.answer(names, [p for pool in pools.values() for p in prompts(pool)])
-    rows, out = [], {"select_rung": [], "val": []}
+    rows, out = [], {"select_rung": [], "val": [], "keys": [], "rung": []}
     for i, o in enumerate(outs):
         k, got = 0, {}
         for name, pool in pools.items():
@@ -196,6 +198,8 @@ def accuracy_rows(job: ClimbJob, t: int, names: list[str], agents, lad: Ladder, 
         sel_rung = fitness_of(got["select_rung"], lad.rung_select, fams, job.report)["overall"]
         rows += [job.rows.row(t, i, "select_overall", sel), job.rows.row(t, i, "select_rung", sel_rung)]
         out["select_rung"].append(sel_rung)
+        out["keys"].append(answer_key(got["select"], got["select_rung"]))
+        out["rung"].append(got[f"rung{cfg.rung}"])
         if val:
             v = fitness_of(got["val"], pools["val"], fams, job.verifier)["overall"]
             rows.append(job.rows.row(t, i, "val_overall", v))
@@ -203,9 +207,24 @@ def accuracy_rows(job: ClimbJob, t: int, names: list[str], agents, lad: Ladder, 
     return rows, out
 
 
-def chosen(select_rung) -> int:
-    """The learner a reader takes away: the best on the climbed rung's selection pool (ties: the lowest index)."""
-    return int(np.argmax(np.asarray(select_rung, float)))
+def chosen(select_rung, keys) -> int:
+    """The learner a reader takes away: the best on the climbed rung's selection pool (an exact tie: the smaller
+    answer key on the selection pools, never the lower seat)."""
+    return best(select_rung, keys)
+
+
+def ensemble_rows(job: ClimbJob, t: int, lad: Ladder, rung_outputs) -> list[dict]:
+    """The population's ensemble read-out (evaluation only, agent −1): on the climbed rung's test pool, the
+    consensus of the learners' greedy answers (:func:`lib.operators.ops.consensus_answers`: the answer strictly
+    more learners give than any other; a tie gives no answer, so it counts as wrong), scored with ``job.report``
+    per family (``ensemble_<family>_rung<r>``) and overall (``ensemble_rung<r>``), and the share of its prompts
+    that have a consensus (``ensemble_share_rung<r>``)."""
+    r, tasks = job.cfg.rung, lad.rung_test[job.cfg.rung]
+    consensus = consensus_answers(rung_outputs)
+    acc = fitness_of(consensus, tasks, job.cfg.families, job.report)
+    return ([job.rows.row(t, -1, f"ensemble_{f}_rung{r}", acc[f]) for f in job.cfg.families]
+            + [job.rows.row(t, -1, f"ensemble_rung{r}", acc["overall"]),
+               job.rows.row(t, -1, f"ensemble_share_rung{r}", consensus_share(consensus))])
 
 
 # ----------------------------------------------------------------------------- one round
@@ -234,21 +253,34 @@ def kept_rows(job: ClimbJob, t: int, climb: list[Task], kept: list[Task], sample
 
 
 def parents_of(job: ClimbJob, t: int, samples, val: list[float]) -> tuple[list[int], list[dict]]:
-    """Step 4 for a population: the parent each child continues (child ``c``: ``parents[c mod n_parents]``) and the
-    rows of the selection (each learner's conformity κ and score; ``selected`` for the parents)."""
+    """Step 4 for a population: the parent each child continues (child ``c``: ``parents[c mod n_parents]``; at
+    ``@lineages`` no selection, child ``c`` continues learner ``c``) and the rows of the selection (each learner's
+    conformity κ and score; ``selected`` for the parents; the share of prompts with a consensus)."""
     cfg, spec = job.cfg, SPECS[job.arm]
-    _, kappa, dist = keep.agreement(samples)
+    consensus, kappa, dist = keep.agreement(samples)
+    if spec.selection == "lineages":
+        rows = [job.rows.row(t, i, "conformity", kappa[i], conformity=kappa[i]) for i in range(len(kappa))]
+        return list(range(cfg.population)), rows + [job.rows.row(t, -1, "consensus_share", consensus_share(consensus))]
     scores = cfg.g * np.asarray(val) + (1.0 - cfg.g) * kappa if spec.grounded else kappa
-    parents = select_parents(scores, dist, cfg.climb_parents, diversity=True, lam=cfg.lam)
+    keys = [answer_key(*agent) for agent in samples]
+    parents = select_parents(scores, dist, cfg.climb_parents, keys=keys, diversity=True, lam=cfg.lam)
     rows = [job.rows.row(t, i, "conformity", kappa[i], selected=i in parents, conformity=kappa[i], score=scores[i])
             for i in range(len(scores))]
+    rows.append(job.rows.row(t, -1, "consensus_share", consensus_share(consensus)))
     return [parents[c % len(parents)] for c in range(cfg.population)], rows
 
 
+def learner_scale(job: ClimbJob) -> int:
+    """How many children's samples and steps one learner of the arm takes per round: a single learner the
+    population's (``population``), at ``@child`` one child's (1); a population's child 1."""
+    spec = SPECS[job.arm]
+    return job.cfg.population if spec.single and spec.budget != "child" else 1
+
+
 def round_jobs(job: ClimbJob, t: int, starts: list[Path], pool: list[Task], replay: list[Task]) -> list[Job]:
-    """Step 5: one training job per child (a single learner: one, ``population`` times as long)."""
+    """Step 5: one training job per child (a single learner: one, :func:`learner_scale` times as long)."""
     cfg = job.cfg
-    steps = cfg.round_steps * (cfg.population if SPECS[job.arm].single else 1)
+    steps = cfg.round_steps * learner_scale(job)
     out = []
     for c, start in enumerate(starts):
         s = child_seed(job.seed, job.arm, t, c)
@@ -269,12 +301,12 @@ def run_round(job: ClimbJob, state: ClimbState, lad: Ladder, replay: list[Task],
         for n, d in zip(names, state.dirs):
             agents.load(n, d)
     last = t == cfg.rounds
-    grounded_population = spec.grounded and not single and not last
+    grounded_population = spec.grounded and not single and not last and spec.selection != "lineages"
     with clock("evaluate"):
         rows, got = accuracy_rows(job, t, names, agents, lad, val=grounded_population)
     learner = state.learner
     if single and t == 0:  # the generalist best on the selection pool is the one learner
-        learner = chosen(got["select_rung"])
+        learner = chosen(got["select_rung"], got["keys"])
         rows.append(job.rows.row(t, -1, "learner", learner))
         names, dirs = [names[learner]], [state.dirs[learner]]
     else:
@@ -282,9 +314,11 @@ def run_round(job: ClimbJob, state: ClimbState, lad: Ladder, replay: list[Task],
     cost = dict(state.cost)
     if last:
         agents.forget()
+        if not single:
+            rows += ensemble_rows(job, t, lad, got["rung"])
         return replace(state, t=t + 1, learner=learner), rows + job.rows.costs(t, cost)
     climb = lad.climb[t]
-    k = cfg.climb_samples * (cfg.population if single else 1)
+    k = cfg.climb_samples * learner_scale(job)
     with clock("sample"):
         samples = agents.sample(names, prompts(climb), k, temperature=cfg.temperature, seed=job.seed)
     agents.forget()
