@@ -52,9 +52,6 @@ class ClimbConfig(SocietyConfig):
                                                      "reads them with the society's val)"))
     n_rung_select: int = key(Field(int, 60, min=1, doc="selection tasks per family of the climbed rung: the "
                                                         "reported agent and climb_single's learner are chosen on them"))
-    reads_from: str = key(Field(str, "", doc="a re-run folder's source: the experiment whose folder holds every "
-                                             "(arm, seed) not run here (its config must equal this one in every "
-                                             "other key); empty: none", role="later"))
 
     @staticmethod
     def checks(cfg: dict) -> list[str]:
@@ -98,8 +95,6 @@ def _climb_checks(cfg: dict) -> list[str]:
         errs.append(f"n_parents ({parents}) > population ({P})")
     if cfg["n_select"] < 1:
         errs.append("n_select: the climb reports the agent best on the selection pool; set n_select > 0")
-    if cfg["reads_from"] == cfg["experiment"]:
-        errs.append(f"reads_from: {cfg['reads_from']!r} is this config's own experiment; name the folder re-run")
     if cfg["hard"]:
         errs.append("hard: the ladder climbs from the easy level; set hard: false")
     return errs + _lora_checks(cfg) + _place_checks(cfg)

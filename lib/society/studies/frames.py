@@ -130,3 +130,13 @@ def base_scores(rows: pd.DataFrame, keys) -> pd.DataFrame:
 def last_generation(w: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``w`` (one per agent) at each (arm, seed)'s last generation."""
     return w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
+
+
+def tied_pick(w: pd.DataFrame, group: list[str], by: str, columns: list[str]) -> pd.DataFrame:
+    """Per ``group``, the picked agent's ``columns``: the agent with the highest ``by``; where several agents tie
+    exactly at the top, the mean of their ``columns`` — the expected value of a uniform draw among them, which reads
+    no seat (relabelling the agents changes nothing). ``tied``: how many agents shared the top (1: no tie)."""
+    top = w[w[by] == w.groupby(group)[by].transform("max")]
+    means = top.groupby(group, sort=False)[columns].mean()
+    tied = top.groupby(group, sort=False).size().rename("tied")
+    return means.join(tied).reset_index()

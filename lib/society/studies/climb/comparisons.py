@@ -3,8 +3,9 @@ grounding matter there?
 
 Outcome (pre-registered in the config): per (arm, seed) the test accuracy on the climbed rung (``test_rung<r>``: the
 three families' test items of that rung, equal counts) of the **chosen agent** — after the last round, the learner
-with the highest accuracy on the rung's selection pool (``select_rung``; ties: the lowest index); a single learner's
-or a one-shot baseline's one model — paired by seed; the exact sign-flip p and its inverted interval
+with the highest accuracy on the rung's selection pool (``select_rung``; an exact tie: the mean of the tied learners,
+where the registration said the lowest index, a seat: issue 53); a single learner's or a one-shot baseline's one
+model — paired by seed; the exact sign-flip p and its inverted interval
 (:func:`lib.society.studies.study.comparisons.paired`), Holm's correction over the four comparisons of
 :data:`lib.society.arms.CLIMB_PRIMARY`.
 
@@ -27,28 +28,39 @@ from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
 from lib.society.data import CLIMB, folder_states
 from lib.society.rows import COLUMNS
+from lib.society.studies.frames import tied_pick
 from lib.society.studies.study.comparisons import paired, with_holm
 
 
-def load_data(scale: str) -> dict | None:
-    """``{"rows", "cfg", "work"}``: the finished runs (every round on disk) of ``data/<scale>/society_climb/``, its
-    config, each shard's recorded work; ``None`` without a config or a finished run. Read once per state of the
-    folder (every table, value and panel of the study reads it: :func:`lib.society.data.folder_states`)."""
-    if not config_path(CLIMB, scale).is_file():
+FAIR = CLIMB + "_fair"  # the seat-fair re-run (configs/society_climb_fair/, issue 53)
+
+
+def load_data(scale: str, experiment: str = FAIR) -> dict | None:
+    """``{"rows", "cfg", "work", "experiment"}``: the finished runs (every round on disk) of the study at ``scale``,
+    its config, each shard's recorded work; ``None`` without a config or a finished run. ``experiment``: the
+    seat-fair re-run (:data:`FAIR`, the default; without its config, the committed folder) or the committed folder
+    (:data:`CLIMB`, the seat-biased *before*). Read once per state of the folder (every table, value and panel of
+    the study reads it: :func:`lib.society.data.folder_states`)."""
+    if experiment == FAIR and not config_path(FAIR, scale).is_file():
+        experiment = CLIMB
+    if not config_path(experiment, scale).is_file():
         return None
-    got = _load(scale, folder_states(scale, CLIMB))
+    got = _load(scale, experiment, folder_states(scale, experiment))
     return None if got is None else dict(got)
 
 
-@lru_cache(maxsize=4)
-def _load(scale: str, _states: tuple) -> dict | None:
-    cfg = config_of(CLIMB, scale)
-    rows = load_rows(cfg, data_dir(scale, CLIMB))
+@lru_cache(maxsize=8)
+def _load(scale: str, experiment: str, _states: tuple) -> dict | None:
+    cfg = config_of(experiment, scale)
+    rows = load_rows(cfg, data_dir(scale, experiment))
     if rows.empty:
         return None
     last = rows.groupby(["arm", "seed"])["generation"].transform("max")
     rows = rows[last == cfg.rounds]
-    return None if rows.empty else {"rows": rows, "cfg": cfg, "work": shard_work(cfg, data_dir(scale, CLIMB), rows)}
+    if rows.empty:
+        return None
+    return {"rows": rows, "cfg": cfg, "work": shard_work(cfg, data_dir(scale, experiment), rows),
+            "experiment": experiment}
 
 
 def pilot_folders(scale: str) -> list:
@@ -73,12 +85,13 @@ def learners(rows: pd.DataFrame) -> pd.DataFrame:
 
 def chosen(rows: pd.DataFrame, *, every_round: bool = False) -> pd.DataFrame:
     """The chosen learner per (arm, seed) at the last round (``every_round``: at every round): the highest
-    ``select_rung``, ties to the lowest index."""
-    w = learners(rows).sort_values(["arm", "seed", "generation", "agent"])
+    ``select_rung`` (:func:`lib.society.studies.frames.tied_pick`: an exact tie is the mean of the tied learners,
+    never the lowest seat; ``tied`` counts them), one row with every metric a learner carries."""
+    w = learners(rows)
     if not every_round:
         w = w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
-    pick = w.loc[w.groupby(["arm", "seed", "generation"])["select_rung"].idxmax()]
-    return pick.reset_index(drop=True)
+    metrics = [c for c in w.columns if c not in ("arm", "seed", "generation", "agent")]
+    return tied_pick(w, ["arm", "seed", "generation"], "select_rung", metrics)
 
 
 def outcome(rows: pd.DataFrame, rung: int) -> pd.DataFrame:

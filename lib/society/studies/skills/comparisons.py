@@ -2,8 +2,9 @@
 pre-registered comparisons.
 
 Outcome (pre-registered): per (arm, seed), the test accuracy of **the chosen agent**, the last generation's agent
-with the highest accuracy on the selection pool (``select_overall``; ties: the lowest agent index); a baseline is
-its one model. Secondary outcomes: the population mean (the earlier studies' outcome) and, per family, the chosen
+with the highest accuracy on the selection pool (``select_overall``); a baseline is its one model. An exact tie
+was pre-registered to go to the lowest agent index, a seat; since issue 53 it is the mean of the tied agents
+(:func:`lib.society.studies.frames.tied_pick`), and the pages say in how many runs that changed the pick. Secondary outcomes: the population mean (the earlier studies' outcome) and, per family, the chosen
 agent's novel-region test accuracy; a family's skill counts as *held* at :data:`HELD` or more, so ``held`` counts
 the families (0–3) whose skill one agent holds. The bare base is every shard's ``base_test_*`` (one per seed).
 Comparisons are paired by seed (:func:`lib.society.studies.study.comparisons.paired`: mean difference, its sign-flip
@@ -19,25 +20,27 @@ import pandas as pd
 from lib.core.stats import bounded_t_ci
 from lib.society.arms import (BASE_MODEL, BEST_NEW, BEST_ONE_SHOT, CROSSOVER_CANDIDATES, CROSSOVER_PRIMARY,
                               CROSSOVER_SECONDARY, ONE_SHOT_MODELS, is_baseline, order)
-from lib.society.studies.frames import agents_wide, base_scores, last_generation
+from lib.society.studies.frames import agents_wide, base_scores, last_generation, tied_pick
 from lib.society.studies.study.comparisons import NO_ARM, founders_of, paired, seeds_on_other_founders, with_holm
 
 HELD = 0.5  # novel-region test accuracy at which a family's skill counts as held by one agent
 
 
 def chosen_agents(rows: pd.DataFrame, families) -> pd.DataFrame:
-    """Per (arm, seed): the chosen agent (``agent``), its ``select_overall``, ``test_overall`` and
-    ``test_<family>_novel``, ``held`` (families with novel accuracy ≥ :data:`HELD`) and ``population`` (the
-    last generation's mean ``test_overall``), in the arm table's order."""
+    """Per (arm, seed): the chosen agent, the best on the selection pool (:func:`lib.society.studies.frames.
+    tied_pick`: an exact tie is the mean of the tied agents, never the lowest seat; ``tied`` counts them) — its
+    ``select_overall``, ``test_overall``, ``test_<family>_novel`` and ``held`` (families with novel accuracy ≥
+    :data:`HELD`; a tie's mean) — and ``population`` (the last generation's mean ``test_overall``), in the arm
+    table's order."""
     novel = [f"test_{f}_novel" for f in families]
     keys = ["select_overall", "test_overall", *novel]
-    w = last_generation(agents_wide(rows, keys)).sort_values(["arm", "seed", "agent"])
+    w = last_generation(agents_wide(rows, keys))
     if w["select_overall"].isna().any():
         raise ValueError("the chosen agent is picked on the selection pool: its config needs n_select > 0")
-    pick = w.loc[w.groupby(["arm", "seed"])["select_overall"].idxmax()]  # idxmax: the first, the lowest index
+    w = w.assign(held=(w[novel] >= HELD).sum(axis=1).astype(float))
+    pick = tied_pick(w, ["arm", "seed"], "select_overall", [*keys, "held"])
     pop = w.groupby(["arm", "seed"])["test_overall"].mean().rename("population")
-    out = pick[["arm", "seed", "agent", *keys]].join(pop, on=["arm", "seed"])
-    out["held"] = (out[novel] >= HELD).sum(axis=1)
+    out = pick.join(pop, on=["arm", "seed"])
     rank = {a: i for i, a in enumerate(order(out["arm"]))}
     return out.sort_values(["arm", "seed"], key=lambda c: c.map(rank) if c.name == "arm" else c).reset_index(drop=True)
 
