@@ -6,11 +6,20 @@ and between them the society's studies' (``society``, ``society_study``, ``socie
 Each exposes ``load_data(scale)`` (a missing file is a ``FileNotFoundError`` naming the command that makes it),
 ``draw_all(scale) -> list[panel names]`` and ``stats_table(scale) -> DataFrame`` (n seeds, test,
 effect and p-value of every comparison a figure makes).
+
+``python -m lib.figures NAME [--scale S]`` redraws one panel (its full name or its figure id, ``fig3j``, ``S3o``)
+from the committed data of ``S`` (default ``cpu``), saves it as ``draw_all`` does and rewrites
+``figures/<S>/INDEX.md``; an unknown name or missing data is one line on stderr and exit status 2.
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import importlib
+import sys
+from typing import Sequence
 
+from lib.core.errors import MissingDataError, UserError, cli_main, one_line
 from lib.core.stats import format_p  # noqa: F401  (notebook 05 writes every p with it)
 from lib.society import studies
 
@@ -24,3 +33,71 @@ def module(experiment: str):
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {list(EXPERIMENTS)}")
     return importlib.import_module(MODULES[experiment])
+
+
+@functools.lru_cache(maxsize=1)
+def panels() -> dict[str, str]:
+    """``{panel name: experiment}`` of every panel of every figures module, in :data:`EXPERIMENTS` order."""
+    return {p.name: e for e in EXPERIMENTS for p in module(e).PANELS}
+
+
+def figure_id(name: str) -> str:
+    """The short name a panel is cited by: its name up to the first ``_`` (``fig3j_climb`` → ``fig3j``)."""
+    return name.split("_", 1)[0]
+
+
+def command(name: str, scale: str) -> str:
+    """The command that redraws panel ``name`` at ``scale``: by its figure id where that names one panel."""
+    ids = [figure_id(n) for n in panels()]
+    short = figure_id(name) if ids.count(figure_id(name)) == 1 else name
+    return f"python -m lib.figures {short} --scale {scale}"
+
+
+def resolve(name: str) -> tuple[str, str]:
+    """``(panel name, experiment)`` of ``name``, a panel's full name or its figure id; a :class:`UserError`
+    naming the known ids otherwise."""
+    known = dict(panels())
+    if name in known:
+        return name, known[name]
+    hits = [n for n in known if figure_id(n) == name]
+    if len(hits) == 1:
+        return hits[0], known[hits[0]]
+    raise UserError(f"unknown figure {name!r}: use a panel's name or id ({', '.join(figure_id(n) for n in known)}); "
+                    "figures/<scale>/INDEX.md lists them")
+
+
+def redraw(name: str, scale: str) -> list[str]:
+    """Redraw the panel ``name`` (:func:`resolve`) from the data of ``scale``, save it and its index entry as
+    ``draw_all`` does, and rewrite ``INDEX.md``; returns the files written. Missing data: :class:`MissingDataError`."""
+    from lib import style
+    from lib.core.paths import check_scale
+    from lib.provenance import write_index
+
+    try:
+        check_scale(scale)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    panel, experiment = resolve(name)
+    try:
+        with style.only_panels([panel]):
+            saved = module(experiment).draw_all(scale)
+    except FileNotFoundError as e:
+        raise MissingDataError(f"{panel} at {scale}: {one_line(e)}") from None
+    if panel not in saved:
+        raise MissingDataError(f"{panel} at {scale}: its data are absent (the panel draws nothing)")
+    entry = style.read_index(scale)[panel]
+    return [*entry["files"], str(style.rel(write_index(scale)))]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lib.figures", description=__doc__.split("\n\n")[-1])
+    ap.add_argument("name", help="a panel's name or figure id (fig3j, S3o); figures/<scale>/INDEX.md lists them")
+    ap.add_argument("--scale", default="cpu", help="smoke | cpu | paper (default: cpu)")
+    args = ap.parse_args(argv)
+    for f in redraw(args.name, args.scale):
+        print(f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main(main))

@@ -25,7 +25,7 @@ from lib.core.manifest import read_manifest
 from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
 from lib.experiment import load, runner
-from lib.figures import EXPERIMENTS  # the experiments whose figures are drawn: their data is what is checked
+from lib.figures import EXPERIMENTS, command  # the experiments whose figures are drawn: their data is what is checked
 
 
 def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
@@ -181,7 +181,7 @@ def write_index(scale: str) -> Path:
     """Write ``figures/<scale>/INDEX.md`` listing every saved figure and SI panel: a thumbnail linking
     to the PNG, the PDF and PNG, the data (glob patterns with counts, linked to their folder), every
     config and manifest behind the panel and its notebook, each a link that works from the folder of
-    ``INDEX.md``."""
+    ``INDEX.md``, and the command that redraws it (:func:`lib.figures.command`)."""
     idx = read_index(scale)
     here = figures_dir(scale)
     main = sorted(k for k in idx if k.startswith("fig"))
@@ -189,15 +189,16 @@ def write_index(scale: str) -> Path:
     lines = [f"# Figures at the `{scale}` scale", "",
              "Every main-figure panel and SI panel, what it shows, and where it comes from; every path is a link "
              "relative to this folder. Regenerate with `make reproduce SCALE=" + scale + "` (notebook 05 rebuilds "
-             "all from `data/" + scale + "/`).", ""]
+             "all from `data/" + scale + "/`), or one panel in seconds from the committed data with the command in "
+             "its row's last column.", ""]
     pages = sorted((here / "notebooks").glob("*.html"))
     if pages:  # static pages of the executed notebooks (lib.reproduce renders them)
         lines += ["## Executed notebooks", "",
                   f"The notebooks as executed at the `{scale}` scale, as static pages (no Jupyter needed): "
                   + ", ".join(f"[{p.stem}](notebooks/{p.name})" for p in pages) + ".", ""]
     for title, names in (("Main figures", main), ("SI panels", si)):
-        lines += [f"## {title}", "", "| panel | shows | files | data | config | manifest | notebook |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"## {title}", "", "| panel | shows | files | data | config | manifest | notebook | redraw |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for n in names:
             e = idx[n]
             data = e.get("data") or []
@@ -216,7 +217,8 @@ def write_index(scale: str) -> Path:
             page = here / "notebooks" / f"{Path(nb).stem}.html" if nb else None
             notebook = ("—" if not nb else f"[`{nb}`](notebooks/{page.name})" if page.is_file()
                         else _link(f"notebooks/{nb}", here, f"`{nb}`"))
-            lines.append(f"| `{n}` | {e['caption']} | {files} | {shown} | {configs} | {manifests} | {notebook} |")
+            lines.append(f"| `{n}` | {e['caption']} | {files} | {shown} | {configs} | {manifests} | {notebook} "
+                         f"| `{command(n, scale)}` |")
         lines.append("")
     out = here / "INDEX.md"
     out.write_text("\n".join(lines))

@@ -19,6 +19,7 @@ cut to [0, 1] for a rate (:func:`within_bounds`), a share of seeds a Wilson inte
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from dataclasses import dataclass
@@ -591,13 +592,29 @@ def with_zero_note(caption: str, fig) -> str:
     return f"{caption.rstrip()}{'' if caption.rstrip().endswith('.') else '.'} {note[0].upper()}{note[1:]}."
 
 
+_ONLY: set[str] | None = None  # the panels save_panels draws; None: every one (set by only_panels)
+
+
+@contextlib.contextmanager
+def only_panels(names: Iterable[str]):
+    """Within it, :func:`save_panels` draws and saves only the panels called ``names`` (a module's ``draw_all``
+    redraws one panel: ``python -m lib.figures NAME``)."""
+    global _ONLY
+    before, _ONLY = _ONLY, set(names)
+    try:
+        yield
+    finally:
+        _ONLY = before
+
+
 def save_panels(panels: Iterable[Panel], data: dict, *, scale: str,
                 sources: Mapping[str, tuple[Iterable[str], str | Iterable[str]]], notebook: str) -> list[str]:
-    """Draw every panel from ``data``, save it (:func:`save_figure`) with the data files and config(s)
-    of its ``source`` (``sources``: key → (data files, config path or paths)) and return the names saved."""
+    """Draw every panel from ``data`` (within :func:`only_panels`, those it names), save it (:func:`save_figure`)
+    with the data files and config(s) of its ``source`` (``sources``: key → (data files, config path or paths))
+    and return the names saved."""
     use_style()
     saved = []
-    for panel in panels:
+    for panel in (p for p in panels if _ONLY is None or p.name in _ONLY):
         fig = panel.draw(data)
         if fig is None:
             continue
