@@ -14,4 +14,8 @@ REFERENCE_GREY = "#555555"  # baselines drawn as a reference (sgd) and reference
 # brown from his discrete rainbow (colour 28): full@seed_budget, the one hue left apart from the society study's nine
 # other arms (CIEDE2000 ≥ 27.8 from each; his qualitative schemes' teal read as full@matched's green, 19.2)
 TOL_EXTRA = {"dark_blue": "#004488", "ochre": "#DDAA33", "pear": "#BBCC33", "dark_yellow": "#997700",
-             "dark_red": "#994455", "black": "#000000", "brown": "#72190E"}
+             "dark_red": "#994455", "black": "#000000", "brown": "#72190E",
+             # the climb's own (issue 54): climb_single was continue_archive's ochre and the hints baseline read as
+             # distill-all iterated's cyan; Tol's light orange and light scheme's olive are ≥ 26 CIEDE2000 from every
+             # other Fig. 3j arm
+             "light_orange": "#EE8866", "olive": "#AAAA00"}

@@ -143,14 +143,14 @@ ARMS: tuple[ArmSpec, ...] = (
             "vote_m agents give it, selection by conformity", "a population's vote as the filter (Lee et al. 2025)",
             Look(X["dark_red"], "v"), grounded=False, merge=None, inherit="continue", climb="vote"),
     ArmSpec("climb_single", "primary", "one learner with the verifier, the population's samples and LoRA steps",
-            "expert iteration at equal samples, verifier calls and steps", Look(X["ochre"], "o"), merge=None,
+            "expert iteration at equal samples, verifier calls and steps", Look(X["light_orange"], "o"), merge=None,
             diversity=False, inherit="continue", climb="verifier", single=True),
     ArmSpec("climb_single_vote", "primary", "one learner without a verifier, keeping an answer where its own samples "
             "agree (self-consistency), at the same samples and steps", "self-consistency filtering (Huang et al. 2023)",
             Look(M["indigo"], "D"), grounded=False, merge=None, diversity=False, inherit="continue", climb="vote",
             single=True),
     ArmSpec("baseline_hints", "baseline", "one LoRA on distill-all's data and the hints, for a climbing population's "
-            "steps (no climbing)", "one-shot training on what was given", Look(B["cyan"], "h", "hints, one-shot"),
+            "steps (no climbing)", "one-shot training on what was given", Look(X["olive"], "h", "hints, one-shot"),
             climb="hints", single=True),
     ArmSpec("baseline_gold_climb", "baseline", "as baseline_hints, plus every round's climb prompts with their gold "
             "answers (the ceiling)", "supervised training on the rung", Look(X["black"], "X", "gold climb data"),
@@ -423,6 +423,14 @@ CLIMB_PRIMARY = (
     ("climb − hints, one-shot", CLIMB, CLIMB_HINTS),
 )
 CLIMB_GOLD = "baseline_gold_climb"
+# Why one learner beat the population (issue 53 §4; secondary, raw p, pre-registered in configs/society_climb_fair/):
+# (label, a, b), a − b on the outcome; CLIMB_ENSEMBLE is the last population's consensus read-out of climb's rows
+CLIMB_ENSEMBLE = "climb (ensemble)"
+CLIMB_WHY = (
+    ("climb_single@child − climb", "climb_single@child", CLIMB),
+    ("climb@lineages − climb", "climb@lineages", CLIMB),
+    ("ensemble − climb_single", CLIMB_ENSEMBLE, CLIMB_SINGLE),
+)
 # Secondary (raw p, the same seeds), as pre-registered: (measure, a, b). Measures (lib.society.studies.climb): "rung"
 # the outcome; "forgetting" the easy level's test after the last round minus at the start (a = b: one arm against
 # its own start, the generalists'); "wrong" the share of the last round's kept answers that is wrong; "pass" pass@k

@@ -23,7 +23,7 @@ import pandas as pd
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import read_progress, read_shard, shard_path
 from lib.core.stats import bounded_t_ci
-from lib.society.arms import CLIMB_PRIMARY, CLIMB_SECONDARY, order
+from lib.society.arms import CLIMB as CLIMB_ARM, CLIMB_ENSEMBLE, CLIMB_PRIMARY, CLIMB_SECONDARY, CLIMB_WHY, order
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
 from lib.society.data import CLIMB, folder_states
@@ -47,6 +47,19 @@ def load_data(scale: str, experiment: str = FAIR) -> dict | None:
         return None
     got = _load(scale, experiment, folder_states(scale, experiment))
     return None if got is None else dict(got)
+
+
+def current(scale: str) -> str:
+    """The folder the study's tables read: the seat-fair re-run (:data:`FAIR`) once every pre-registered seed of the
+    primary comparisons' arms has finished there, else the committed folder (:data:`CLIMB`); the before/after table
+    shows the re-run as it comes."""
+    d = load_data(scale, FAIR)
+    if d is None or d["experiment"] != FAIR:
+        return CLIMB
+    cfg, done = d["cfg"], d["rows"][["arm", "seed"]].drop_duplicates()
+    arms = {x for _, a, b in CLIMB_PRIMARY for x in (a, b)}
+    planned = {(a, s) for a, s in cfg.runs() if a in arms}
+    return FAIR if planned <= set(map(tuple, done.itertuples(index=False))) else CLIMB
 
 
 @lru_cache(maxsize=8)
@@ -107,6 +120,33 @@ def primary(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
     lines = [{"comparison": label, **_line(a, b, paired(out.get(a, none), out.get(b, none)))}
              for label, a, b in CLIMB_PRIMARY]
     return with_holm(pd.DataFrame(lines))
+
+
+def ensemble(rows: pd.DataFrame, rung: int) -> pd.Series:
+    """Index ``seed``: ``climb``'s ensemble read-out after the last round (the consensus of its last population's
+    greedy answers on the climbed rung's test pool, :func:`lib.society.climb.loop.ensemble_rows`)."""
+    d = rows[(rows["arm"] == CLIMB_ARM) & (rows["metric"] == f"ensemble_rung{rung}") & (rows["agent"] == -1)]
+    d = d[d["generation"] == d.groupby("seed")["generation"].transform("max")]
+    return d.set_index("seed")["value"].rename(CLIMB_ENSEMBLE)
+
+
+def why(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """The comparisons of :data:`lib.society.arms.CLIMB_WHY` (a − b, raw p), then, not tested, each population arm's
+    pick gain: its chosen learner − the mean of its last population (``comparison, arm_a, arm_b, n, a_acc, b_acc,
+    diff, lo, hi, p``)."""
+    out = outcome(rows, rung).join(ensemble(rows, rung), how="outer")
+    none = pd.Series(dtype=float)
+    lines = [{"comparison": label, **_line(a, b, paired(out.get(a, none), out.get(b, none)))}
+             for label, a, b in CLIMB_WHY]
+    w = learners(rows)
+    w = w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
+    mean = w.groupby(["arm", "seed"])[f"test_rung{rung}"].mean().unstack("arm")
+    for arm in (CLIMB_ARM, "climb@lineages"):
+        if arm in out and arm in mean:
+            r = paired(out[arm], mean[arm])
+            lines.append({"comparison": f"{arm}: chosen − its population's mean (not tested)",
+                          **_line(arm, arm, {**r, "p": np.nan})})
+    return pd.DataFrame(lines)
 
 
 def _line(a: str, b: str, r: dict) -> dict:

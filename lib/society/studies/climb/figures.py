@@ -1,9 +1,12 @@
 """The climb's panel (:mod:`lib.society.studies.climb.comparisons`).
 
 - ``fig3j_climb`` — (a) the climb curve: the chosen agent's test accuracy on the climbed rung (mean over seeds and
-  95 % t-interval within [0, 1]) after each round, one line per climbing arm, the one-shot baselines as hollow
-  markers at the last round; (b) the answers each arm keeps per round (mean over seeds) and (c) the share of them
-  that is wrong (the verifier's arms keep none wrong by construction).
+  95 % t-interval within [0, 1]) after each round, one line per climbing arm (a secondary variant dashed, hollow), the
+  one-shot baselines as hollow markers at the last round; (b) the answers each arm keeps per round (mean over seeds)
+  and (c) the share of them that is wrong (the verifier's arms keep none wrong by construction).
+
+The data are the folder the study's tables read (:func:`lib.society.studies.climb.comparisons.current`: the seat-fair
+re-run once its primary arms have every seed, else the committed folder).
 """
 from __future__ import annotations
 
@@ -27,15 +30,16 @@ NOTEBOOK = "03_society_arms"
 def load_data(scale: str) -> dict:
     """The study's finished runs and config, and the files behind them; ``FileNotFoundError`` naming the command
     without them."""
-    d = climb.load_data(scale)
+    experiment = climb.current(scale)
+    d = climb.load_data(scale, experiment)
     if d is None:
-        raise FileNotFoundError(f"no finished {EXPERIMENT} runs at {scale}: run `python -m lib.experiment "
-                                f"configs/{EXPERIMENT}/{scale}.yaml` (or its sweep, `python -m lib.sweep`)")
-    folder = data_dir(scale, EXPERIMENT)
+        raise FileNotFoundError(f"no finished {experiment} runs at {scale}: run `python -m lib.experiment "
+                                f"configs/{experiment}/{scale}.yaml` (or its sweep, `python -m lib.sweep`)")
+    folder = data_dir(scale, experiment)
     runs = d["rows"][["arm", "seed"]].drop_duplicates().itertuples(index=False)
     files = [shard_path(folder, a, int(s)) for a, s in runs]
     return {**d, "files": [str(f) for f in files], "progress": [str(progress_path(f)) for f in files],
-            "configs": [str(config_path(EXPERIMENT, scale))]}
+            "configs": [str(config_path(experiment, scale))]}
 
 
 def draw_climb(rows, cfg):
@@ -54,31 +58,34 @@ def draw_climb(rows, cfg):
             ax.errorbar(x, g["mean"], yerr=[g["mean"] - g["lo"], g["hi"] - g["mean"]], fmt=st["marker"],
                         color=st["color"], mfc="white", ms=8, capsize=3, label=lab)
         else:
-            ax.plot(g["round"], g["mean"], marker=st["marker"], color=st["color"], label=lab)
-            ax.fill_between(g["round"], g["lo"], g["hi"], color=st["color"], alpha=0.15, lw=0)
+            ax.plot(g["round"], g["mean"], marker=st["marker"], color=st["color"], ls=st["ls"], mfc=st["mfc"],
+                    label=lab)
+            ax.fill_between(g["round"], g["lo"], g["hi"], color=st["color"], alpha=0.15 if st["ls"] == "-" else 0.07,
+                            lw=0)
     ax.set_xticks(range(cfg.rounds + 1))
     ax.set_xlabel("round (0: the generalists)")
     ax.set_ylabel(f"chosen agent: rung-{cfg.rung} test accuracy")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.set_title("(a) the climb", fontsize=10)
-    for ax, col, title in ((axes[1], "kept_n", "(b) answers kept per round"),
-                           (axes[2], "kept_wrong_share", "(c) share of kept answers wrong")):
+    for ax, col, title, ylabel in ((axes[1], "kept_n", "(b) answers kept per round", "answers kept (mean over seeds)"),
+                                   (axes[2], "kept_wrong_share", "(c) share of kept answers wrong",
+                                    "share of kept answers wrong")):
         for arm in arms.order(k["arm"].unique()):
             g = k[k["arm"] == arm].sort_values("generation")
             checked = col == "kept_wrong_share" and arms.SPECS[arm].climb == "verifier"  # 0 by construction
             if g[col].notna().any() and not checked:
                 st = style.arm_style(arm)
-                ax.plot(g["generation"] + 1, g[col], marker=st["marker"], color=st["color"])
+                ax.plot(g["generation"] + 1, g[col], marker=st["marker"], color=st["color"], ls=st["ls"],
+                        mfc=st["mfc"])
         ax.set_xticks(range(1, cfg.rounds + 1))
         ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         ax.set_title(title, fontsize=10)
     axes[2].set_ylim(-0.02, 1.02)
-    verified = [arms.label(a) for a in arms.order(k["arm"].unique()) if arms.SPECS[a].climb == "verifier"]
-    if verified:  # drawn, their lines would lie on 0, one over the other
-        axes[2].text(0.03, 0.03, f"{' and '.join(verified)}: 0 every round\n(the verifier keeps no wrong answer)",
-                     transform=axes[2].transAxes, fontsize=8, color="0.3")
+    if any(arms.SPECS[a].climb == "verifier" for a in k["arm"].unique()):  # drawn, they would lie on 0, one over another
+        axes[2].set_title("(c) share of kept answers wrong\n(the verifier's arms: 0 every round, not drawn)", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.13), ncol=3, fontsize=9, frameon=False)

@@ -18,12 +18,13 @@ from typing import Callable
 import numpy as np
 
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
-from lib.society.arms import label, order
+from lib.society.arms import CLIMB_PRIMARY, SPECS, label, order
 from lib.society.studies.climb import comparisons as climb
 
 
-def _data(scale: str) -> dict | None:
-    return climb.load_data(scale)
+def _data(scale: str, experiment: str | None = None) -> dict | None:
+    """The study's data: ``experiment``'s folder, by default the one its tables read now (:func:`climb.current`)."""
+    return climb.load_data(scale, experiment or climb.current(scale))
 
 
 def seeds_planned(cfg, arm: str) -> int:
@@ -51,6 +52,59 @@ def climb_primary(scale: str) -> str:
              for k, r in t.iterrows()]
     return markdown(["comparison (a − b)", "seeds", "a", "b", "Δ [95 % CI, sign-flip]", "p", "Holm p", "verdict"],
                     lines)
+
+
+def _primary_cells(d) -> dict:
+    """``{comparison: (Δ [CI], Holm p, verdict)}`` of one folder's data ``d``."""
+    t = climb.primary(d["rows"], d["cfg"].rung)
+    return {r.comparison: (f"{signed(r['diff'])} {ci(r.lo, r.hi)}", p_text(r.p_holm), verdict(r, d["cfg"]), int(r.n))
+            for _, r in t.iterrows()}
+
+
+def climb_before_after(scale: str) -> str:
+    """The four primary comparisons before (the committed folder, selected with the seat-biased consensus; its rows
+    read by today's code) and after (the seat-fair re-run), side by side, and whether the verdict moved."""
+    before, after = _data(scale, climb.CLIMB), _data(scale, climb.FAIR)
+    if before is None:
+        return NO_DATA
+    b = _primary_cells(before)
+    a = _primary_cells(after) if after is not None and after["experiment"] == climb.FAIR else {}
+    lines = []
+    for k, (name, *_) in enumerate(CLIMB_PRIMARY):
+        bd, bp, bv, bn = b[name]
+        ad, ap, av, an = a.get(name, ("—", "—", "no run yet", 0))
+        moved = ("—" if av.startswith(("none yet", "no run")) else "no" if av == bv else f"yes: {bv} → {av}")
+        lines.append(f"| {k + 1}. {name} | {bn} | {bd} | {bp} | {bv} | {an} | {ad} | {ap} | {av} | {moved} |")
+    return markdown(["comparison (a − b)", "seeds before", "before: Δ [95 % CI]", "Holm p", "verdict",
+                     "seeds after", "after (seat-fair): Δ [95 % CI]", "Holm p", "verdict", "moved?"], lines)
+
+
+def climb_tie_picks(scale: str) -> str:
+    """How many of the committed population runs' chosen agents changed with the tie rule: an exact tie on the
+    selection pool, which went to the lowest seat, is now the tied learners' mean."""
+    d = _data(scale, climb.CLIMB)
+    if d is None:
+        return "no data yet"
+    ch = climb.chosen(d["rows"])
+    pop = ch[ch["arm"].isin([a for a in ch["arm"].unique() if not SPECS[a].single])]
+    tied = pop[pop["tied"] > 1]
+    runs = ", ".join(f"`{r.arm}` seed {int(r.seed)}" for r in tied.itertuples())
+    return f"{len(tied)} of {len(pop)} population runs ({runs or 'none'})"
+
+
+def climb_why(scale: str) -> str:
+    """The pre-registered secondary comparisons of issue 53 §4 (raw p): what the population adds beyond its pick
+    (``climb_single@child`` − ``climb``), what selection adds (``climb@lineages`` − ``climb``), and the last
+    population's ensemble read-out against one learner (ensemble − ``climb_single``); beside them the pick's gain
+    (the chosen learner − its population's mean) of each population arm."""
+    d = _data(scale)
+    if d is None or d["experiment"] != climb.FAIR:
+        return NO_DATA
+    t = climb.why(d["rows"], d["cfg"].rung)
+    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} "
+             f"{ci(r.lo, r.hi)} | {p_text(r.p)} |" for _, r in t.iterrows()]
+    return markdown(["comparison (a − b), rung-1 test after the last round", "seeds", "a", "b",
+                     "Δ [95 % CI, sign-flip]", "p (raw)"], lines)
 
 
 SECONDARY = {"rung": "rung {r} after the last round", "forgetting": "easy level: after the last round − start",
@@ -183,6 +237,219 @@ def learners_at(rows, t: int):
 
 TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-primary": climb_primary, "climb-arms": climb_arms,
                                            "climb-curve": climb_curve, "climb-compute": climb_compute,
-                                           "climb-kept": climb_kept, "climb-secondary": climb_secondary}
+                                           "climb-kept": climb_kept, "climb-secondary": climb_secondary,
+                                           "climb-before-after": climb_before_after, "climb-why": climb_why}
 VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins,
+                                           "climb-tie-picks": climb_tie_picks,
                                            "climb-cost": climb_cost}
+
+
+
+
+# ----------------------------------------------------------------------------- the climb in words (issue 54)
+# The README's, docs/climb.md's and notebook 03's sentences on the climb, each written from the data: the verdicts
+# in words with their numbers (climb-said, climb-front), the scope (climb-scope), the compute as counted
+# (climb-matched), the gold ceiling as tested (climb-gold) and the vote arms against the hints, an unregistered
+# secondary (climb-vote-stall). They read the seat-fair re-run (configs/society_climb_fair/) once its four verdicts
+# are in, else the committed run, and name the folder they read.
+
+import json  # noqa: E402  (this section's own imports, appended with it)
+
+from lib.core.paths import config_path  # noqa: E402
+from lib.engines.models import TINY_DIR  # noqa: E402
+from lib.society.arms import CLIMB_PRIMARY as PRIMARY_ARMS  # noqa: E402
+from lib.society.studies.study.comparisons import paired  # noqa: E402
+
+
+def said_data(scale: str) -> tuple[dict | None, str]:
+    """The data the climb's words speak of, and how they name it: the seat-fair re-run once its four primary
+    comparisons all have a verdict (:func:`verdict`), else the committed folder (``data/<scale>/society_climb/``),
+    named as the run whose verdicts the re-run re-decides."""
+    fair = climb.load_data(scale, climb.FAIR)
+    if fair is not None and fair["experiment"] == climb.FAIR:
+        t = climb.primary(fair["rows"], fair["cfg"].rung)
+        if not any(verdict(r, fair["cfg"]).startswith("none yet") for _, r in t.iterrows()):
+            return fair, f"`{climb.FAIR}/`, the seat-fair re-run"
+    d = climb.load_data(scale, climb.CLIMB)
+    if d is None:
+        return None, ""
+    if not config_path(climb.FAIR, scale).is_file():
+        return d, f"`{climb.CLIMB}/`"
+    n = 0 if fair is None or fair["experiment"] != climb.FAIR else int(
+        climb.primary(fair["rows"], fair["cfg"].rung)["n"].min())
+    planned = max(seeds_planned(d["cfg"], a) for _, a, _b in PRIMARY_ARMS)
+    return d, (f"`{climb.CLIMB}/`, the committed run; its seat-fair re-run, `{climb.FAIR}/`, which re-decides its "
+               f"verdicts, has {n} of {planned} seeds in")
+
+
+# each primary comparison in words: {verdict: phrase}; {d} is its Δ with the interval, {lo}/{hi} the interval's ends
+SAID = (
+    {"win": "the population climbs further than one learner given its samples and LoRA steps ({d})",
+     "loss": "one learner given the population's samples and LoRA steps climbs further than the population ({d}), "
+             "the reverse of the hypothesis",
+     "tie": "the population and one learner given its samples and LoRA steps are not distinguishable ({d})"},
+    {"win": "with a vote in place of the verifier the population beats one learner's self-agreement ({d})",
+     "loss": "with a vote in place of the verifier one learner's self-agreement beats the population's vote ({d})",
+     "tie": "with a vote in place of the verifier the population and one learner are not distinguishable ({d}: not "
+            "an equivalence, the interval allows the population a loss of up to {lo} or a gain of up to {hi})"},
+    {"win": "grounding matters: the verifier's population climbs further than the same population keeping what its "
+            "agents agree on ({d})",
+     "loss": "the vote's population climbs further than the verifier's ({d})",
+     "tie": "the verifier's population and the vote's are not distinguishable ({d})"},
+    {"win": "climbing beats one-shot training on the same hints at the same LoRA steps ({d})",
+     "loss": "one-shot training on the same hints at the same LoRA steps beats climbing ({d})",
+     "tie": "climbing and one-shot training on the same hints at the same LoRA steps are not distinguishable ({d})"},
+)
+
+
+def said_verdicts(d) -> tuple[object, list[str] | None, str]:
+    """``d``'s primary table, each comparison's verdict (:func:`verdict`), and why there is none (``""``: there are
+    four): a comparison whose pre-registered seeds are not all in, or without an interval (under 6 seeds)."""
+    t = climb.primary(d["rows"], d["cfg"].rung)
+    said = [verdict(r, d["cfg"]) for _, r in t.iterrows()]
+    if any(s not in ("win", "tie", "loss") for s in said):
+        return t, None, "no verdict yet"
+    if not (np.isfinite(t["lo"].astype(float)) & np.isfinite(t["hi"].astype(float))).all():
+        return t, None, f"no verdict at this scale ({int(t['n'].min())} seeds: too few for an interval)"
+    return t, said, ""
+
+
+def climb_said(scale: str) -> str:
+    """The climb's four verdicts in words (:data:`SAID`), each with its Δ, interval and Holm p, and the data they
+    come from."""
+    d, where = said_data(scale)
+    if d is None:
+        return "no data yet"
+    t, said, why = said_verdicts(d)
+    if said is None:
+        return f"{why} (data: {where})"
+    lines = [SAID[k][v].format(d=f"{r.comparison} {signed(r['diff'])} {ci(r.lo, r.hi)}, Holm p {p_text(r.p_holm)}",
+                               lo=fmt(max(-r.lo, 0)), hi=fmt(max(r.hi, 0))) for (k, r), v in zip(t.iterrows(), said)]
+    arms = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+    return (f"{int(t['n'].min())} seeds, Holm over four: the grounded population climbs from "
+            f"{fmt(arms.loc['climb', 'start'])} (its generalists) to {fmt(arms.loc['climb', 'rung'])} on rung "
+            f"{d['cfg'].rung}; " + "; ".join(lines[k] for k in (2, 3, 0, 1)) + f" (data: {where})")
+
+
+def climb_front(scale: str) -> str:
+    """The climb's answer in one sentence (the README's first screen): where the population climbs to, against the
+    vote, the hints and one learner, one number each."""
+    d, where = said_data(scale)
+    if d is None:
+        return "no data yet"
+    t, said, why = said_verdicts(d)
+    if said is None:
+        return f"{why} (data: {where})"
+    arms = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+    word = {"win": "beats", "tie": "is not distinguishable from", "loss": "loses to"}
+    one = {"win": "climbs further than one learner given its samples and steps",
+           "tie": "is not distinguishable from one learner given its samples and steps",
+           "loss": "one learner given its samples and steps climbs further"}
+    num = lambda k: f"{signed(t['diff'][k])} {ci(t['lo'][k], t['hi'][k])}"  # noqa: E731
+    head = (f"a grounded population climbs from {fmt(arms.loc['climb', 'start'])} to {fmt(arms.loc['climb', 'rung'])} "
+            f"on the rung past every founder's training; it {word[said[2]]} a vote ({num(2)}) and {word[said[3]]} "
+            f"one-shot training on the hints ({num(3)}), ")
+    tail = f"but {one[said[0]]} ({num(0)})" if said[0] == "loss" else f"and it {one[said[0]]} ({num(0)})"
+    return head + tail + f" (data: {where})"
+
+
+def climb_scope(scale: str) -> str:
+    """What the climb establishes and what it does not, its settings read from its config and the base's weights."""
+    d, where = said_data(scale)
+    if d is None:
+        return NO_DATA
+    cfg, n = d["cfg"], int(climb.primary(d["rows"], d["cfg"].rung)["n"].min())
+    top = climb.arm_table(d["rows"], cfg.rung, cfg.families)["next"].max()
+    nxt = (f"no arm gets off 0 on rung {cfg.rung + 1}" if top < 0.005 else
+           f"rung {cfg.rung + 1} reaches at most {fmt(top)} in any arm")
+    return (f"- **Establishes** what grounding, a population and one-shot training do when learners climb one rung "
+            f"(rung {cfg.rung}) past every founder's reach, on {base_size()} character-level model on a CPU: "
+            f"{cfg.population} learners, {cfg.rounds} rounds, {cfg.n_hints} gold hints per family, three synthetic "
+            f"families a program verifies, {n} seeds, compute matched in total (a child trains {cfg.round_steps} "
+            f"LoRA steps a round, the single learner {cfg.round_steps * cfg.population}; the same samples and steps, "
+            f"not the same verifier calls).\n"
+            f"- **Does not establish** a climb of more than one rung ({nxt}, where no hint was given), anything about "
+            f"a language model, other tasks or verifiers, other population sizes, rounds or budgets, nor how a "
+            f"population compares with one learner when a child's share of the steps is not 1/{cfg.population} of "
+            f"the single learner's (data: {where}).")
+
+
+def base_size() -> str:
+    """The tiny base's size from its committed weights' header: ``a 1.06 M-parameter``."""
+    raw = (TINY_DIR / "model.safetensors").read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    count = sum(int(np.prod(v["shape"])) for k, v in header.items() if k != "__metadata__")
+    return f"a {count / 1e6:.2f} M-parameter"
+
+
+def climb_matched(scale: str) -> str:
+    """What a population and a single learner spend per seed, as counted (:func:`climb_compute`): samples and LoRA
+    steps, and the loop's verifier calls (a grounded population also reads val to select)."""
+    d, where = said_data(scale)
+    if d is None:
+        return "no data yet"
+    t = climb.compute_table(d["rows"], d["work"]).set_index("arm")
+    if not {"climb", "climb_single"} <= set(t.index):
+        return "no data yet"
+    pop, one = t.loc["climb"], t.loc["climb_single"]
+    same = lambda k: "the same" if round(pop[k]) == round(one[k]) else "not the same"  # noqa: E731
+    return (f"{same('samples')} samples ({pop.samples:,.0f} and {one.samples:,.0f} per seed) and {same('train_steps')} "
+            f"LoRA steps ({pop.train_steps:,.0f} and {one.train_steps:,.0f}), but {same('verifier_calls')} verifier "
+            f"calls: `climb` {pop.verifier_calls:,.0f} per seed against `climb_single`'s {one.verifier_calls:,.0f} "
+            f"(the verifier checks each distinct answer to a prompt once, and a grounded population also checks "
+            f"its learners on val to select) (data: {where})")
+
+
+def climb_gold(scale: str) -> str:
+    """The gold ceiling as tested: ``climb`` against training on the climb prompts' gold answers (the pre-registered
+    secondary, raw p), and, untested, every other arm's mean and per family beside gold's."""
+    d, where = said_data(scale)
+    if d is None:
+        return "no data yet"
+    s = climb.secondary(d["rows"], d["cfg"].rung)
+    g = s[(s["measure"] == "rung") & (s["arm_b"] == "baseline_gold_climb")]
+    if g.empty:
+        return "no data yet"
+    r = g.iloc[0]
+    t = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+    fams = list(d["cfg"].families)
+    gold = t.loc["baseline_gold_climb"]
+    below = "ends below" if r.hi < 0 else "ends above" if r.lo > 0 else "is not distinguishable from"
+    others = [a for a in t.index if a not in ("climb", "baseline_gold_climb")]
+    near = lambda a: [f for f in fams if abs(t.loc[a, f] - gold[f]) < 0.01]  # noqa: E731
+    untested = "; ".join(f"`{a}` {fmt(t.loc[a, 'rung'])}" + (f" (within 0.01 of gold on {' and '.join(near(a))})"
+                                                            if near(a) else "") for a in others)
+    return (f"`climb` {below} training on the climb prompts' gold answers ({fmt(r.a_acc)} against {fmt(r.b_acc)}, "
+            f"{signed(r['diff'])} {ci(r.lo, r.hi)}, raw p {p_text(r.p)}: the one arm the pre-registration tests "
+            f"against gold); the others were not tested against it (gold {fmt(gold['rung'])}: {untested}) (data: {where})")
+
+
+VOTE_ARMS = ("climb_vote", "climb_single_vote")
+
+
+def climb_vote_stall(scale: str) -> str:
+    """The vote arms' gain over their start and their end against one-shot training on the hints, paired by seed,
+    raw p: a secondary comparison the pre-registration does not name (added after the data)."""
+    d, where = said_data(scale)
+    if d is None:
+        return "no data yet"
+    rung = d["cfg"].rung
+    out = climb.outcome(d["rows"], rung)
+    every = climb.chosen(d["rows"], every_round=True)
+    start = every[every["generation"] == 0].pivot(index="seed", columns="arm", values=f"test_rung{rung}")
+    parts = []
+    for arm in VOTE_ARMS:
+        if arm not in out or arm not in start or "baseline_hints" not in out:
+            return "no data yet"
+        gain, hints = paired(out[arm], start[arm]), paired(out[arm], out["baseline_hints"])
+        parts.append(f"`{arm}` gains {signed(gain['diff'])} {ci(gain['lo'], gain['hi'])} over its start and ends "
+                     f"{'below' if hints['hi'] < 0 else 'above' if hints['lo'] > 0 else 'level with'} one-shot "
+                     f"training on the hints ({signed(hints['diff'])} {ci(hints['lo'], hints['hi'])}, p "
+                     f"{p_text(hints['p'])})")
+    return "; ".join(parts) + f" (raw p, not pre-registered: added after the data; data: {where})"
+
+
+TABLES.update({"climb-scope": climb_scope})
+VALUES.update({"climb-said": climb_said, "climb-front": climb_front, "climb-matched": climb_matched,
+               "climb-gold": climb_gold, "climb-vote-stall": climb_vote_stall})
