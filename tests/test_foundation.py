@@ -199,7 +199,7 @@ def test_environment_yml_matches_pyproject():
     want = set(py["dependencies"]) | set(py["optional-dependencies"]["test"])
     env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    got = {p for p in pip if not p.startswith("-e")}
+    got = {p for p in pip if not p.startswith(("-e", "-c"))}  # -c: the lock (tests/test_lock.py)
     assert got == want, f"environment.yml and pyproject.toml differ: only env {got - want}, only pyproject {want - got}"
     assert "python=3.11" in env["dependencies"] and "-e .[test]" in pip
     assert any(s.startswith("torch==2.13") for s in py["dependencies"])
