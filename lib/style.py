@@ -496,12 +496,16 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
         config: the config file(s) of the run(s) behind the data (recorded likewise; one: a string).
         notebook: the notebook that draws it.
     """
+    from lib.core.pdffonts import stable_font_subsets
+
     out = figures_dir(scale)
     paths = [out / f"{name}.pdf", out / f"{name}.png"]
     for p in paths:
-        # Fixed metadata keeps the files byte-stable across re-runs.
+        # Fixed metadata keeps the files byte-stable across re-runs, and the fonts' subsets keep the
+        # same name records under any fontTools release (lib.core.pdffonts).
         meta = {"CreationDate": None} if p.suffix == ".pdf" else {"Software": None}
-        fig.savefig(p, metadata=meta)
+        with stable_font_subsets():
+            fig.savefig(p, metadata=meta)
     data = [data] if isinstance(data, (str, Path)) else list(data)
     configs = [config] if isinstance(config, (str, Path)) else list(config or [])
     configs = [repo_path(c) for c in dict.fromkeys(configs)]

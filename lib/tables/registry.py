@@ -10,7 +10,8 @@ and a number inside a sentence between two inline ones, ``<!-- value:society-bas
 (HTML comments: a rendered page shows only the number). :data:`TABLES` and :data:`VALUES` map a name to the
 function that writes it from the data of one scale; each experiment's tables module holds its own
 (``lib.operators.tables``, ``lib.tool_mutation.tables``, ``lib.program_search.tables``, and every study of the
-society that declares them, :func:`lib.society.studies.tables`), gathered here, each name once. The registry
+society that declares them, :func:`lib.society.studies.tables`), gathered here with what every data folder cost
+(:mod:`lib.tables.costs`), each name once. The registry
 stands above the experiments: none of them imports it. ``make reproduce`` (:mod:`lib.reproduce`) rewrites every
 marked block of :data:`FILES`; ``tests/test_tables.py`` fails when a committed one differs from what the committed
 data gives, so every such number has its source. ``--check`` only compares (exit status 1 when one is stale).
@@ -27,9 +28,10 @@ from lib.core.paths import REPO_ROOT
 from lib.operators import tables as operators
 from lib.program_search import tables as program_search
 from lib.society import studies
+from lib.tables import costs
 from lib.tool_mutation import tables as tool_mutation
 
-MODULES = (*studies.tables(), operators, tool_mutation, program_search)
+MODULES = (*studies.tables(), operators, tool_mutation, program_search, costs)
 
 
 def gathered(kind: str, modules=MODULES) -> dict[str, Callable[[str], str]]:
