@@ -262,17 +262,15 @@ from lib.society.studies.study.comparisons import paired  # noqa: E402
 
 
 def said_data(scale: str) -> tuple[dict | None, str]:
-    """The data the climb's words speak of, and how they name it: the seat-fair re-run once its four primary
-    comparisons all have a verdict (:func:`verdict`), else the committed folder (``data/<scale>/society_climb/``),
-    named as the run whose verdicts the re-run re-decides."""
-    fair = climb.load_data(scale, climb.FAIR)
-    if fair is not None and fair["experiment"] == climb.FAIR:
-        t = climb.primary(fair["rows"], fair["cfg"].rung)
-        if not any(verdict(r, fair["cfg"]).startswith("none yet") for _, r in t.iterrows()):
-            return fair, f"`{climb.FAIR}/`, the seat-fair re-run"
-    d = climb.load_data(scale, climb.CLIMB)
+    """The data the climb's words speak of (the folder its tables read, :func:`climb.current`: the seat-fair re-run
+    once every seed of its primary comparisons is in, else the committed folder), and how they name it: the committed
+    folder as the run whose verdicts the re-run re-decides, with how many of its seeds are in."""
+    d = climb.load_data(scale, climb.current(scale))
     if d is None:
         return None, ""
+    if d["experiment"] == climb.FAIR:
+        return d, f"`{climb.FAIR}/`, the seat-fair re-run"
+    fair = climb.load_data(scale, climb.FAIR)
     if not config_path(climb.FAIR, scale).is_file():
         return d, f"`{climb.CLIMB}/`"
     n = 0 if fair is None or fair["experiment"] != climb.FAIR else int(
@@ -371,7 +369,7 @@ def climb_scope(scale: str) -> str:
             f"- **Does not establish** a climb of more than one rung ({nxt}, where no hint was given), anything about "
             f"a language model, other tasks or verifiers, other population sizes, rounds or budgets, nor how a "
             f"population compares with one learner when a child's share of the steps is not 1/{cfg.population} of "
-            f"the single learner's (data: {where}).")
+            f"the single learner's (data: {where}).\n")
 
 
 def base_size() -> str:
