@@ -97,12 +97,13 @@ def climb_why(scale: str) -> str:
     (``climb_single@child`` − ``climb``), what selection adds (``climb@lineages`` − ``climb``), and the last
     population's ensemble read-out against one learner (ensemble − ``climb_single``); beside them the pick's gain
     (the chosen learner − its population's mean) of each population arm."""
-    d = _data(scale)
+    d = _data(scale, climb.FAIR)
     if d is None or d["experiment"] != climb.FAIR:
         return NO_DATA
     t = climb.why(d["rows"], d["cfg"].rung)
-    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | {signed(r['diff'])} "
-             f"{ci(r.lo, r.hi)} | {p_text(r.p)} |" for _, r in t.iterrows()]
+    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | "
+             + (f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} |" if r.n else "no runs yet | — |")
+             for _, r in t.iterrows()]
     return markdown(["comparison (a − b), rung-1 test after the last round", "seeds", "a", "b",
                      "Δ [95 % CI, sign-flip]", "p (raw)"], lines)
 
@@ -353,7 +354,7 @@ def climb_front(scale: str) -> str:
 
 def climb_scope(scale: str) -> str:
     """What the climb establishes and what it does not, its settings read from its config and the base's weights."""
-    d, where = said_data(scale)
+    d, _ = said_data(scale)
     if d is None:
         return NO_DATA
     cfg, n = d["cfg"], int(climb.primary(d["rows"], d["cfg"].rung)["n"].min())
@@ -369,7 +370,7 @@ def climb_scope(scale: str) -> str:
             f"- **Does not establish** a climb of more than one rung ({nxt}, where no hint was given), anything about "
             f"a language model, other tasks or verifiers, other population sizes, rounds or budgets, nor how a "
             f"population compares with one learner when a child's share of the steps is not 1/{cfg.population} of "
-            f"the single learner's (data: {where}).\n")
+            f"the single learner's (data: `{d['experiment']}/`).\n")
 
 
 def base_size() -> str:
@@ -384,7 +385,7 @@ def base_size() -> str:
 def climb_matched(scale: str) -> str:
     """What a population and a single learner spend per seed, as counted (:func:`climb_compute`): samples and LoRA
     steps, and the loop's verifier calls (a grounded population also reads val to select)."""
-    d, where = said_data(scale)
+    d, _ = said_data(scale)
     if d is None:
         return "no data yet"
     t = climb.compute_table(d["rows"], d["work"]).set_index("arm")
@@ -396,13 +397,13 @@ def climb_matched(scale: str) -> str:
             f"LoRA steps ({pop.train_steps:,.0f} and {one.train_steps:,.0f}), but {same('verifier_calls')} verifier "
             f"calls: `climb` {pop.verifier_calls:,.0f} per seed against `climb_single`'s {one.verifier_calls:,.0f} "
             f"(the verifier checks each distinct answer to a prompt once, and a grounded population also checks "
-            f"its learners on val to select) (data: {where})")
+            f"its learners on val to select) (data: `{d['experiment']}/`)")
 
 
 def climb_gold(scale: str) -> str:
     """The gold ceiling as tested: ``climb`` against training on the climb prompts' gold answers (the pre-registered
     secondary, raw p), and, untested, every other arm's mean and per family beside gold's."""
-    d, where = said_data(scale)
+    d, _ = said_data(scale)
     if d is None:
         return "no data yet"
     s = climb.secondary(d["rows"], d["cfg"].rung)
@@ -420,7 +421,8 @@ def climb_gold(scale: str) -> str:
                                                             if near(a) else "") for a in others)
     return (f"`climb` {below} training on the climb prompts' gold answers ({fmt(r.a_acc)} against {fmt(r.b_acc)}, "
             f"{signed(r['diff'])} {ci(r.lo, r.hi)}, raw p {p_text(r.p)}: the one arm the pre-registration tests "
-            f"against gold); the others were not tested against it (gold {fmt(gold['rung'])}: {untested}) (data: {where})")
+            f"against gold); the others were not tested against it (gold {fmt(gold['rung'])}: {untested}) "
+            f"(data: `{d['experiment']}/`)")
 
 
 VOTE_ARMS = ("climb_vote", "climb_single_vote")
@@ -429,7 +431,7 @@ VOTE_ARMS = ("climb_vote", "climb_single_vote")
 def climb_vote_stall(scale: str) -> str:
     """The vote arms' gain over their start and their end against one-shot training on the hints, paired by seed,
     raw p: a secondary comparison the pre-registration does not name (added after the data)."""
-    d, where = said_data(scale)
+    d, _ = said_data(scale)
     if d is None:
         return "no data yet"
     rung = d["cfg"].rung
@@ -445,7 +447,7 @@ def climb_vote_stall(scale: str) -> str:
                      f"{'below' if hints['hi'] < 0 else 'above' if hints['lo'] > 0 else 'level with'} one-shot "
                      f"training on the hints ({signed(hints['diff'])} {ci(hints['lo'], hints['hi'])}, p "
                      f"{p_text(hints['p'])})")
-    return "; ".join(parts) + f" (raw p, not pre-registered: added after the data; data: {where})"
+    return "; ".join(parts) + f" (raw p, not pre-registered: added after the data; data: `{d['experiment']}/`)"
 
 
 TABLES.update({"climb-scope": climb_scope})
