@@ -174,37 +174,145 @@ def interval_bar(ax, x: float, lo: float, hi: float, color, *, lw: float = 1.2, 
         ax.plot([x, x], [lo, hi], color=color, lw=lw, marker="_", ms=7, mew=lw, zorder=zorder)
 
 
-LABEL_OFFSETS = ((5, 3), (5, -11), (5, 15), (5, -23), (-5, 3), (-5, -11), (5, 27), (5, -35), (-5, 15), (-5, -23),
-                 (9, 39), (9, -47), (-9, 27), (-9, -35))  # points
+LABEL_GAP_PT = 2.5     # a name beside its marker: this far from the marker's edge
+LABEL_CLEAR_PT = 3.0   # ... at least this far from every other marker's edge
+LABEL_SPACE_PT = 1.5   # ... and this far from the other names
+# where a name is tried beside its marker, in order: (dx, dy) unit direction, horizontal and vertical alignment
+LABEL_SIDES = ((1, 0, "left", "center"), (0, 1, "center", "bottom"), (0, -1, "center", "top"),
+               (-1, 0, "right", "center"), (0.7, 0.7, "left", "bottom"), (0.7, -0.7, "left", "top"),
+               (-0.7, 0.7, "right", "bottom"), (-0.7, -0.7, "right", "top"))
+LEADER_PT = (14, 20, 28, 38, 50, 64, 80)  # where none is free beside it: this far off, joined to it by a leader line
 
 
-def place_labels(ax, items, fontsize: float = 8, *, avoid_markers: bool = False) -> None:
-    """Name points without overlap: each ``(x, y, text, colour)`` of ``items``, in order, takes the first offset of
-    :data:`LABEL_OFFSETS` (points from its marker; a negative x ends the text left of it) whose box stays within
-    the axes' width and meets no label of this figure placed before it (and, with ``avoid_markers``, covers no
-    marker drawn on ``ax``: one design's name printed over another's marker); where none is free, the one within the
-    width that covers the fewest markers, then the least of those labels' area. Call it after the figure's layout is
-    set (boxes are measured where they are drawn)."""
+def place_labels(ax, items, fontsize: float = 8, *, avoid_markers: bool = True) -> None:
+    """Name points beside their markers: each ``(x, y, text, colour)`` of ``items``, the most crowded first (the most
+    markers within 30 pt), goes to the first side
+    of :data:`LABEL_SIDES` where its box stays inside the axes, :data:`LABEL_GAP_PT` from its marker's edge and
+    :data:`LABEL_CLEAR_PT` clear of every other marker (with ``avoid_markers``) and :data:`LABEL_SPACE_PT` of the
+    names placed on this figure before it. Where no side is free it goes further off (:data:`LEADER_PT`, in any of 24 directions) to the
+    nearest free place, joined to its marker by a thin leader line; where none is free either, to the place that
+    breaks the fewest of those rules. Call it after the figure's layout is set (boxes are measured where drawn)."""
+    from matplotlib.transforms import Bbox
+
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     boxes = _PLACED.setdefault(ax.figure, [])
-    markers = _marker_pixels(ax) if avoid_markers else []
-    for x, y, text, colour in items:
+    leaders = _LEADERS.setdefault(ax.figure, [])
+    pt = ax.figure.dpi / 72
+    discs = _marker_discs(ax) if avoid_markers else []
+    drawn = [seg for line in ax.get_lines() for seg in _segments(line)]  # the lines a name had better not cross
+    bars = any(abs(a[0] - b[0]) < 0.5 and abs(a[1] - b[1]) > 0.5 for a, b in drawn)  # upright interval bars drawn
+
+    def crowd_of(item):  # the markers within 30 pt of it: the most crowded point is named first, while room is left
+        cx, cy = ax.transData.transform(item[:2])
+        return -sum(np.hypot(mx - cx, my - cy) < 30 * pt for mx, my, _ in discs)
+    for x, y, text, colour in sorted(items, key=crowd_of):
+        px, py = ax.transData.transform((x, y))
+        own = max((r for mx, my, r in discs if abs(mx - px) <= 1.5 and abs(my - py) <= 1.5), default=0.0)
+        others = [(mx, my, r) for mx, my, r in discs if abs(mx - px) > 1.5 or abs(my - py) > 1.5]
+        probe = ax.annotate(text, (x, y), fontsize=fontsize)
+        w, h = probe.get_window_extent(renderer).width, probe.get_window_extent(renderer).height
+        probe.remove()
+
+        def box_at(ox, oy, ha, va):
+            x0 = px + ox - {"left": 0, "center": w / 2, "right": w}[ha]
+            y0 = py + oy - {"bottom": 0, "center": h / 2, "top": h}[va]
+            return Bbox.from_extents(x0, y0, x0 + w, y0 + h)
+
+        def cost(b, far):
+            """(outside the axes, rules the name's box breaks, rules its leader line breaks, lines its box crosses
+            (a leader counts as one), area of names overlapped)."""
+            inside = frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
+            grown = _grow(b, LABEL_SPACE_PT * pt)
+            crowd = sum(_overlap(grown, o) for o in boxes)
+            box = sum(_box_gap(b, mx, my) - r < LABEL_CLEAR_PT * pt for mx, my, r in others) + (crowd > 0)
+            box += sum(_crosses(seg, grown) for seg in leaders)  # over a leader drawn before
+            line, crossed = 0, sum(_crosses(seg, b) for seg in drawn)
+            if far:  # a leader's name clears its own marker; its line crosses no name, marker or leader drawn before
+                seg = _leader(b, px, py, own + pt)
+                box += _box_gap(b, px, py) - own < LABEL_CLEAR_PT * pt
+                line = (sum(_crosses(seg, _grow(o, LABEL_SPACE_PT * pt)) for o in boxes)
+                        + sum(_near_segment(seg, mx, my) < r + pt for mx, my, r in others)
+                        + sum(_segments_cross(seg, other) for other in leaders))
+                crossed += 1 + sum(_segments_cross(seg, other) for other in drawn)
+            return (not inside, box, line, crossed, crowd)
+
         tried = []
-        for dx, dy in LABEL_OFFSETS:
-            t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                            color=colour, ha="left" if dx > 0 else "right")
-            box = t.get_window_extent(renderer)
-            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-            covered = sum(box.x0 - 1 <= mx <= box.x1 + 1 and box.y0 - 1 <= my <= box.y1 + 1 for mx, my in markers)
-            tried.append((not inside, covered, sum(_overlap(box, b) for b in boxes), t, box))
-            if inside and tried[-1][1:3] == (0, 0):
+        for dx, dy, ha, va in LABEL_SIDES:
+            d = own + LABEL_GAP_PT * pt
+            ox, oy = dx * d, dy * d
+            b = box_at(ox, oy, ha, va)
+            tried.append((cost(b, False), 0, (ox, oy, ha, va), b))
+            if tried[-1][0] == (False, 0, 0, 0, 0):
                 break
-        best = min(tried, key=lambda c: c[:3])
-        for c in tried:
-            if c is not best:
-                c[3].remove()
-        boxes.append(best[4])
+        else:
+            for dist in LEADER_PT:
+                for k in (k for k in range(24) if not (bars and k % 12 in (5, 6, 7))):  # upright, it reads as a bar
+                    a = np.pi * k / 12
+                    ox, oy = np.cos(a) * dist * pt, np.sin(a) * dist * pt
+                    ha = "left" if ox > 1 else "right" if ox < -1 else "center"
+                    va = "bottom" if oy > 1 else "top" if oy < -1 else "center"
+                    b = box_at(ox, oy, ha, va)
+                    tried.append((cost(b, True), dist, (ox, oy, ha, va), b))
+        (c, dist, (ox, oy, ha, va), b) = min(tried, key=lambda t: (t[0], t[1]))
+        leader = {"arrowprops": {"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.8, "shrinkA": 0,
+                                 "shrinkB": own / pt + 0.5}} if dist else {}
+        ax.annotate(text, (x, y), xytext=(ox / pt, oy / pt), textcoords="offset points", fontsize=fontsize,
+                    color=colour, ha=ha, va=va, **leader)
+        boxes.append(b)
+        if dist:
+            leaders.append(_leader(b, px, py, own))
+
+
+def _leader(b, x: float, y: float, shrink: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The leader line from the box ``b`` (its edge, on the way from its centre) to the point ``(x, y)``, stopping
+    ``shrink`` short of it: ``((x0, y0), (x1, y1))`` in display units."""
+    cx, cy = (b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2
+    dx, dy = x - cx, y - cy
+    n = float(np.hypot(dx, dy)) or 1.0
+    t0 = min(b.width / 2 / abs(dx) if dx else np.inf, b.height / 2 / abs(dy) if dy else np.inf)
+    t1 = max(t0, 1 - shrink / n)
+    return (cx + t0 * dx, cy + t0 * dy), (cx + t1 * dx, cy + t1 * dy)
+
+
+def _segments(line) -> list:
+    """The segments of ``line`` (a Line2D drawn with a line style) in display units."""
+    if line.get_linestyle() in ("None", "", " ") or not line.get_visible():
+        return []
+    xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+    return [(tuple(a), tuple(b)) for a, b in zip(xy[:-1], xy[1:]) if np.all(np.isfinite([*a, *b]))]
+
+
+def _near_segment(seg, x: float, y: float) -> float:
+    """Display units from the point ``(x, y)`` to the segment ``seg``."""
+    (x0, y0), (x1, y1) = seg
+    dx, dy = x1 - x0, y1 - y0
+    t = 0.0 if dx == dy == 0 else min(1.0, max(0.0, ((x - x0) * dx + (y - y0) * dy) / (dx * dx + dy * dy)))
+    return float(np.hypot(x - x0 - t * dx, y - y0 - t * dy))
+
+
+def _crosses(seg, b) -> bool:
+    """Whether the segment ``seg`` passes through the box ``b`` (tested at 24 points along it)."""
+    (x0, y0), (x1, y1) = seg
+    return any(b.contains(x0 + t * (x1 - x0), y0 + t * (y1 - y0)) for t in np.linspace(0, 1, 24))
+
+
+def _segments_cross(a, b) -> bool:
+    """Whether two segments cross (their ends on opposite sides of each other)."""
+    def side(p, q, r):
+        return np.sign((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]))
+    return side(*a, b[0]) * side(*a, b[1]) < 0 and side(*b, a[0]) * side(*b, a[1]) < 0
+
+
+def _box_gap(b, x: float, y: float) -> float:
+    """Display units from the point ``(x, y)`` to the box ``b`` (0 inside it)."""
+    return float(np.hypot(max(b.x0 - x, 0.0, x - b.x1), max(b.y0 - y, 0.0, y - b.y1)))
+
+
+def _grow(b, d: float):
+    from matplotlib.transforms import Bbox
+
+    return Bbox.from_extents(b.x0 - d, b.y0 - d, b.x1 + d, b.y1 + d)
 
 
 def wrap_phrases(text: str, width: int) -> list[str]:
@@ -226,13 +334,14 @@ def wrap_phrases(text: str, width: int) -> list[str]:
     return [ln.rstrip() for ln in lines]
 
 
-def _marker_pixels(ax) -> list[tuple[float, float]]:
-    """The display position of every marker drawn on ``ax`` (lines with a marker)."""
+def _marker_discs(ax) -> list[tuple[float, float, float]]:
+    """Every marker drawn on ``ax`` (lines with a marker) as ``(x, y, radius)`` in display units."""
     out = []
     for line in ax.get_lines():
         if line.get_visible() and line.get_marker() not in (None, "", "None", " "):
+            r = (line.get_markersize() + line.get_markeredgewidth()) / 2 * ax.figure.dpi / 72
             xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))
-            out += [(float(a), float(b)) for a, b in xy if np.isfinite(a) and np.isfinite(b)]
+            out += [(float(a), float(b), r) for a, b in xy if np.isfinite(a) and np.isfinite(b)]
     return out
 
 
@@ -242,6 +351,7 @@ def _overlap(a, b) -> float:
 
 
 _PLACED = weakref.WeakKeyDictionary()  # figure -> the label boxes placed on it
+_LEADERS = weakref.WeakKeyDictionary()  # figure -> the leader lines drawn on it (display segments)
 
 
 def dots_with_mean(ax, pos: float, values, name: str, interval: tuple[float, float, float], *,

@@ -300,29 +300,119 @@ def similar_colours_2000(fig, min_delta: float = MIN_COLOUR_DELTA_2000) -> list[
 MARKER_PX = 4.0  # half a marker's width as drawn (ms 7-8 at the figure's dpi): closer points read as one
 
 
-def _marker_points(ax) -> list[tuple[object, float, float]]:
-    """Every marker drawn on ``ax`` (lines with a marker), in display pixels: ``(artist, x, y)``."""
+def _marker_points(ax) -> list[tuple[object, float, float, float]]:
+    """Every marker drawn on ``ax``, in display pixels: ``(artist, x, y, radius)``: lines with a marker and scatter
+    points, each where it is drawn (a scatter's offset transform included: a marker shifted off its value is seen
+    where it is)."""
+    from matplotlib.collections import PathCollection
+
+    px = ax.figure.dpi / 72
     out = []
     for line in ax.get_lines():
         if not line.get_visible() or line.get_marker() in (None, "", "None", " "):
             continue
-        xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))
-        out += [(line, float(x), float(y)) for x, y in xy if np.isfinite(x) and np.isfinite(y)]
+        xy = line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float))
+        r = (line.get_markersize() + line.get_markeredgewidth()) / 2 * px
+        out += [(line, float(x), float(y), r) for x, y in xy if np.isfinite(x) and np.isfinite(y)]
+    for c in ax.collections:
+        if not (isinstance(c, PathCollection) and c.get_visible()) or not len(c.get_offsets()):
+            continue
+        xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+        sizes = np.resize(np.asarray(c.get_sizes(), dtype=float), len(xy)) if len(c.get_sizes()) else np.full(len(xy), 36.0)
+        out += [(c, float(x), float(y), float(np.sqrt(s) / 2 * px)) for (x, y), s in zip(xy, sizes)
+                if np.isfinite(x) and np.isfinite(y)]
     return out
 
 
-def labels_over_markers(fig, ax, pad_px: float = 1.0) -> list[str]:
-    """Texts placed on ``ax`` (annotations: a design's name) whose box covers a marker of ``ax``: the name of one
-    design printed over another design's marker (or its own)."""
+def _name(artist) -> str:
+    return str(artist.get_gid() or artist.get_label())[:30]
+
+
+def _box_distance(bb, x: float, y: float) -> float:
+    """Pixels from the point ``(x, y)`` to the box ``bb`` (0 inside it)."""
+    return float(np.hypot(max(bb.x0 - x, 0.0, x - bb.x1), max(bb.y0 - y, 0.0, y - bb.y1)))
+
+
+def _marker_labels(fig, ax):
+    """The names placed on ``ax`` beside a marker: ``(text, box, own marker, the other markers)``, one per annotation
+    whose anchor (``xy``) lies on a marker of ``ax``; a name whose anchor lies on no marker names ``None``."""
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     pts = _marker_points(ax)
     out = []
     for t in ax.texts:
-        if not (t.get_visible() and t.get_text().strip()):
+        if not (t.get_visible() and t.get_text().strip() and hasattr(t, "xy")) or t.xycoords != "data":
             continue
-        bb = _pad(t.get_window_extent(r), pad_px)
-        out += [f"{t.get_text()[:30]} over {line.get_label()[:30]}" for line, x, y in pts if bb.contains(x, y)]
+        ax_, ay = ax.transData.transform(t.xy)
+        own = [p for p in pts if abs(p[1] - ax_) <= 1.5 and abs(p[2] - ay) <= 1.5]
+        mine = max(own, key=lambda p: p[3]) if own else None
+        others = [p for p in pts if abs(p[1] - ax_) > 1.5 or abs(p[2] - ay) > 1.5]
+        out.append((t, _text_box(t, r), mine, others))
+    return out
+
+
+def _text_box(t, renderer):
+    """The box of the text ``t`` alone (an annotation's own extent also holds its leader line)."""
+    return matplotlib.text.Text.get_window_extent(t, renderer)
+
+
+def labels_over_markers(fig, ax, pad_px: float = 1.0) -> list[str]:
+    """Texts placed on ``ax`` (annotations: a design's name) whose box covers a marker of ``ax``, its centre or, for
+    a name placed beside a marker, any part of another marker: the name of one design printed over another design's
+    marker (or its own)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out = []
+    for t in ax.texts:
+        if t.get_visible() and t.get_text().strip():
+            bb = _pad(_text_box(t, r), pad_px)
+            out += [f"{t.get_text()[:30]} over {_name(a)}" for a, x, y, _ in _marker_points(ax) if bb.contains(x, y)]
+    for t, bb, mine, others in _marker_labels(fig, ax):
+        out += [f"{t.get_text()[:30]} over {_name(a)}" for a, x, y, rad in others + ([mine] if mine else [])
+                if _box_distance(bb, x, y) < rad]
+    return sorted(set(out))
+
+
+MAX_LABEL_GAP_PT = 6.0  # the widest gap between a name and its marker's edge that still reads as beside it
+MIN_CLEAR_PT = 2.5      # the narrowest gap between a name and another marker's edge that does not read as its name
+
+
+def labels_away_from_their_markers(fig, ax, max_gap_pt: float = MAX_LABEL_GAP_PT,
+                                   min_clear_pt: float = MIN_CLEAR_PT) -> list[str]:
+    """Names placed beside a marker (annotations anchored on one) that do not read as its name: anchored on no marker;
+    further than ``max_gap_pt`` points from its marker's edge (a name floating off it) unless joined to it by a leader
+    line (``arrowprops``); nearer another marker's edge than its own, or within ``min_clear_pt`` of it (a name that
+    runs over or past another model's marker reads as that one's)."""
+    out = []
+    pt = fig.dpi / 72
+    for t, bb, mine, others in _marker_labels(fig, ax):
+        name = t.get_text()[:30]
+        if mine is None:
+            out.append(f"{name}: anchored on no marker")
+            continue
+        gap = _box_distance(bb, mine[1], mine[2]) - mine[3]
+        if gap > max_gap_pt * pt and t.arrow_patch is None:
+            out.append(f"{name}: {gap / pt:.0f} pt from its marker")
+        near = sorted({(round((_box_distance(bb, x, y) - rad) / pt, 1), _name(a)) for a, x, y, rad in others
+                       if _box_distance(bb, x, y) - rad < (min_clear_pt * pt if t.arrow_patch is not None
+                                                            else max(min_clear_pt * pt, gap + 0.5))})
+        out += [f"{name}: {g:g} pt from {other}'s marker (its own: {gap / pt:.1f} pt)" for g, other in near]
+    return out
+
+
+def markers_off_their_values(fig) -> list[str]:
+    """Markers drawn away from their values: a scatter point or a line's marker whose drawn position differs by more
+    than half a pixel from where its axes' data transform puts its value (shifted "side by side" by an offset
+    transform, which moves a point to another value on the axis): ``"<name> at (x, y)"``."""
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        for artist, x, y, _ in _marker_points(ax):
+            data = (artist.get_xydata() if hasattr(artist, "get_xydata") else np.asarray(artist.get_offsets(), float))
+            at = ax.transData.transform(np.asarray(data, dtype=float))
+            if not np.any(np.hypot(at[:, 0] - x, at[:, 1] - y) <= 0.5):
+                vx, vy = ax.transData.inverted().transform((x, y))
+                out.append(f"{_name(artist)} drawn at ({vx:.3g}, {vy:.3g})")
     return sorted(set(out))
 
 
@@ -331,11 +421,63 @@ def stacked_markers(fig, ax, px: float = MARKER_PX) -> list[tuple[str, str]]:
     fig.canvas.draw()
     pts = _marker_points(ax)
     out = set()
-    for i, (a, xa, ya) in enumerate(pts):
-        for b, xb, yb in pts[i + 1:]:
+    for i, (a, xa, ya, _) in enumerate(pts):
+        for b, xb, yb, _ in pts[i + 1:]:
             if a is not b and abs(xa - xb) < px and abs(ya - yb) < px:
-                out.add(tuple(sorted((str(a.get_gid() or a.get_label())[:30], str(b.get_gid() or b.get_label())[:30]))))
+                out.add(tuple(sorted((_name(a), _name(b)))))
     return sorted(out)
+
+
+def text_overlaps(fig, pad_px: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of visible texts of ``fig`` (titles, axis and tick labels, names, notes, legend entries) whose boxes
+    overlap by more than ``pad_px`` pixels each way: one overwrites the other. Tick labels written at a slant are
+    left to :func:`tick_overlaps` (their boxes overlap where their letters do not)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = [t for t in shown_texts(fig) if t.get_rotation() % 90 == 0]
+    boxes = [(t, _pad(_text_box(t, r), -pad_px)) for t in texts]
+    return sorted({tuple(sorted((a.get_text()[:30], b.get_text()[:30])))
+                   for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)})
+
+
+def shown_texts(fig) -> list:
+    """Every text ``fig`` shows: its own and its suptitle, and of each visible axes its titles, axis labels, the tick
+    labels in view, its texts and its legend's; the figure's legends'. (``findobj`` also finds the labels of ticks
+    outside the view, which are not drawn.)"""
+    fig.canvas.draw()
+    out = [*fig.texts, *([fig._suptitle] if getattr(fig, "_suptitle", None) is not None else [])]
+    legends = list(fig.legends)
+    for ax in fig.axes:
+        if not (ax.get_visible() and ax.axison) and not ax.texts:
+            continue
+        out += [ax.title, ax._left_title, ax._right_title, *ax.texts]
+        if ax.axison:
+            for axis in (ax.xaxis, ax.yaxis):
+                lo, hi = sorted(axis.get_view_interval())
+                ticks = [t for t in axis.get_major_ticks() + axis.get_minor_ticks()
+                         if lo - 1e-9 * (hi - lo) <= t.get_loc() <= hi + 1e-9 * (hi - lo)]
+                out += [axis.label] + [lab for t in ticks for lab in (t.label1, t.label2)]
+        legends += [ax.get_legend()] if ax.get_legend() is not None else []
+    for lg in legends:
+        out += [*lg.get_texts(), lg.get_title()]
+    return [t for t in dict.fromkeys(out) if t.get_visible() and t.get_text().strip()]
+
+
+def unlabelled_axes(fig) -> list[str]:
+    """Axes of ``fig`` whose x or y axis shows tick labels but has no label, neither its own nor one of an axes it
+    shares that axis with (a row of panels sharing y labels it once): ``"<title>: y"``."""
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        if not (ax.get_visible() and ax.axison):
+            continue
+        for k, axis, shared in (("x", ax.xaxis, ax.get_shared_x_axes()), ("y", ax.yaxis, ax.get_shared_y_axes())):
+            ticks = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text().strip()]
+            named = [getattr(a, f"get_{k}label")().strip() for a in shared.get_siblings(ax)]
+            if ticks and axis.get_visible() and not any(named):
+                title = " ".join(ax.get_title(loc=w) for w in ("left", "center")).strip()
+                out.append(f"{title[:30] or 'axes'}: {k}")
+    return out
 
 
 def titles_broken_inside_a_phrase(fig) -> list[str]:
@@ -378,6 +520,5 @@ def readme_small_texts(fig, limit: float = MIN_SHOWN_PT, readme_px: float = READ
     :func:`small_texts` measures a page's inline size (110 dpi, a 1200 px column), where a wide figure keeps its
     text; at the README's 830 px the same 7 pt reads as ~5.8 pt in a figure 10.5 in wide."""
     k = readme_scale(fig, readme_px)
-    return sorted({(t.get_text()[:40], round(t.get_fontsize() * k, 2)) for t in fig.findobj(matplotlib.text.Text)
-                   if t.get_visible() and t.get_text().strip() and t.get_fontsize() * k < limit - 1e-9},
-                  key=lambda x: (x[1], x[0]))
+    return sorted({(t.get_text()[:40], round(t.get_fontsize() * k, 2)) for t in shown_texts(fig)
+                   if t.get_fontsize() * k < limit - 1e-9}, key=lambda x: (x[1], x[0]))

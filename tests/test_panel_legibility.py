@@ -554,34 +554,26 @@ def test_captions_say_which_axes_do_not_start_at_0():
         assert "not start at 0" in row, name
 
 
-def test_named_points_get_labels_that_do_not_overlap():
-    """lib.style.place_labels: four names at one point and one at the right edge take free offsets, each box inside
-    the axes' width; with every offset taken, a label goes where it covers the least of the others."""
-    from lib import style
+def test_named_points_get_labels_beside_them_that_do_not_overlap():
+    """lib.style.place_labels: four names of one marker take four of its sides and a name at the right edge a side
+    within the axes, beside their markers, inside the axes and clear of each other; once every side is taken, a
+    name goes further off, joined to its marker by a leader line, still clear of the others."""
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.set_xlim(0, 10)
     ax.set_ylim(0, 10)
+    ax.plot([5, 9.9], [5, 5], marker="o", ms=7, ls="")
     fig.canvas.draw()
     style.place_labels(ax, [(5, 5, f"design {k}", "black") for k in range(4)] + [(9.9, 5, "at the edge", "black")])
     boxes, frame = style._PLACED[fig], ax.get_window_extent(fig.canvas.get_renderer())
-    assert len(boxes) == 5 and len(ax.texts) == 5
+    assert len(boxes) == 5 and len(ax.texts) == 5 and all(t.arrow_patch is None for t in ax.texts)
     assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 for b in boxes)
     assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
-    style.place_labels(ax, [(5, 5, f"crowded {k}", "black") for k in range(len(style.LABEL_OFFSETS))])
-    placed = list(style._PLACED[fig])
-    style.place_labels(ax, [(5, 5, "probe", "black")])
-    chosen = style._PLACED[fig][-1]
-    costs = []
-    for dx, dy in style.LABEL_OFFSETS:
-        t = ax.annotate("probe", (5, 5), xytext=(dx, dy), textcoords="offset points", fontsize=8,
-                        ha="left" if dx > 0 else "right")
-        box = t.get_window_extent(fig.canvas.get_renderer())
-        t.remove()
-        if frame.x0 <= box.x0 and box.x1 <= frame.x1:
-            costs.append(sum(style._overlap(box, b) for b in placed))
-    assert min(costs) > 0  # every offset is taken: the fallback is what is tested
-    assert sum(style._overlap(chosen, b) for b in placed) == pytest.approx(min(costs))
-    assert len(ax.texts) == 6 + len(style.LABEL_OFFSETS)
+    assert legibility.labels_away_from_their_markers(fig, ax) == [] and legibility.labels_over_markers(fig, ax) == []
+    style.place_labels(ax, [(5, 5, f"crowded {k}", "black") for k in range(len(style.LABEL_SIDES))])
+    led = [t for t in ax.texts if t.arrow_patch is not None]
+    assert led and all(t.get_text().startswith("crowded") for t in led)
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(style._PLACED[fig], 2))
+    assert legibility.labels_away_from_their_markers(fig, ax) == [] and legibility.text_overlaps(fig) == []
     plt.close(fig)
 
 
@@ -682,8 +674,6 @@ def test_the_check_catches_a_title_wrapped_inside_a_phrase_and_s3i_has_none(cpu)
         plt.close(fig)
 
 
-README_PANELS = re.findall(r"figures/cpu/(\w+)\.png", (REPO_ROOT / "README.md").read_text())
-README_LEGEND_LEFT: set[str] = set()  # none: Fig. 3a's legend (6.2 pt beside its panel, ~5 pt shown) moved below it
 
 
 def test_a_legend_under_7_pt_at_the_readme_width_is_caught():
@@ -747,15 +737,96 @@ def test_s3o_reads_at_the_readme_width(name, scale):
         plt.close(fig)
 
 
-@pytest.mark.parametrize("name", [n for n in README_PANELS if n not in README_LEGEND_LEFT])
-def test_every_readme_panels_legend_reads_at_the_readme_width(name):
-    experiment = next(e for e in plots.EXPERIMENTS if any(p.name == name for p in plots.module(e).PANELS))
-    data = _panel_data(experiment, "cpu")
+# ----------------------------------------------------------------------------- 13. every panel the README or a page shows
+
+
+SHOWN_PANELS = sorted({n for f in (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")))
+                       for n in re.findall(r"figures/cpu/(\w+)\.png", f.read_text())})
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+@pytest.mark.parametrize("name", SHOWN_PANELS)
+def test_every_panel_the_readme_or_a_page_shows_reads_in_its_column(name, scale):
+    """Every panel whose PNG the README or a page of docs/ shows (~830 px wide): every text 7 pt or more there (Fig. 3a's
+    and 3i's were 5.2–6.5 pt), no two texts' boxes overlapping, every axis that shows tick labels labelled (its own or
+    a shared axis's label: Fig. 3a (b) and S3g (b, c) had no x label), and every name placed beside a marker within
+    6 pt of its marker's edge, nearer it than any other marker and over none (Fig. 3i's "continue_archive (8)" lay over
+    three other markers, "crossover_archive (16)" 21 pt off its own)."""
+    data = _panel_data(plots.panels()[name], scale)
     if data is None:
-        pytest.skip(f"no {experiment} data at cpu scale")
-    fig = style.draw_panel(plots.module(experiment).PANELS, name, data)
+        pytest.skip(f"no data for {name} at {scale} scale")
+    fig = style.draw_panel(plots.module(plots.panels()[name]).PANELS, name, data)
+    if fig is None:
+        pytest.skip(f"{name}: its data are absent at {scale} scale")
     try:
-        small = [x for x in legibility.readme_legend_sizes(fig) if x[1] < legibility.MIN_SHOWN_PT]
-        assert small == [], (name, small[:3])
+        small = legibility.readme_small_texts(fig)
+        assert small == [], (name, len(small), small[:3])
+        assert legibility.text_overlaps(fig) == [], (name, legibility.text_overlaps(fig)[:3])
+        assert legibility.unlabelled_axes(fig) == [], (name, legibility.unlabelled_axes(fig))
+        for ax in fig.axes:
+            assert legibility.labels_away_from_their_markers(fig, ax) == [], (name, ax.get_title())
+            assert legibility.labels_over_markers(fig, ax) == [], (name, ax.get_title())
     finally:
         plt.close(fig)
+
+
+def _fig3i_old_name(ax, fig):
+    """Fig. 3i (b)'s old defect, planted: continue_archive's name ended 5 pt left of its marker (1.3e4 steps, two
+    skills), its text running back over the markers of two one-shot models at 2e3 (their edges, not their centres)."""
+    ax.set_xscale("log")
+    ax.set_xlim(30, 5e4)
+    ax.set_ylim(-0.1, 3.1)
+    ax.plot([13416], [2.0], marker="P", ms=8, ls="", gid="continue_archive")
+    ax.plot([2100], [2.0], marker="<", ms=8, ls="", gid="baseline_continue_all")
+    ax.plot([2300], [2.0], marker="h", ms=8, ls="", gid="baseline_distill_all@lineage")
+    fig.canvas.draw()
+    return ax.annotate("continue_archive (8)", (13416, 2.0), xytext=(-5, 3), textcoords="offset points",
+                       ha="right", fontsize=9)
+
+
+def test_the_label_checks_catch_a_name_away_from_or_over_a_marker():
+    """Planted, each caught: a name whose text runs over two other markers but not their centres (the old check,
+    centres only, let Fig. 3i (b) pass), a name 27 pt off its marker (Fig. 3i's "crossover_archive (16)", 21 pt), a
+    name anchored where no marker is; their mends pass, and a name far off but joined to its marker by a leader line."""
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    name = _fig3i_old_name(ax, fig)
+    over = ["continue_archive (8) over baseline_continue_all", "continue_archive (8) over baseline_distill_all@lineage"]
+    assert legibility.labels_over_markers(fig, ax) == over
+    away = legibility.labels_away_from_their_markers(fig, ax)
+    assert [a.split(":")[1].split(" pt from ")[1] for a in away] == [
+        "baseline_continue_all's marker (its own", "baseline_distill_all@lineage's marker (its own"], away
+    name.remove()
+    ax.annotate("continue_archive (8)", (13416, 2.0), xytext=(5, 27), textcoords="offset points", fontsize=9)
+    assert legibility.labels_away_from_their_markers(fig, ax) == ["continue_archive (8): 21 pt from its marker"]
+    ax.texts[-1].remove()
+    ax.annotate("continue_archive (8)", (13416, 2.0), xytext=(0, 7), textcoords="offset points", ha="center",
+                fontsize=9)
+    ax.annotate("niche (16)", (1000, 0.6), fontsize=9)
+    assert legibility.labels_away_from_their_markers(fig, ax) == ["niche (16): anchored on no marker"]
+    ax.texts[-1].remove()
+    assert legibility.labels_away_from_their_markers(fig, ax) == [] and legibility.labels_over_markers(fig, ax) == []
+    ax.texts[-1].remove()
+    ax.annotate("continue_archive (8)", (13416, 2.0), xytext=(0, 30), textcoords="offset points", ha="center",
+                fontsize=9, arrowprops={"arrowstyle": "-"})
+    assert legibility.labels_away_from_their_markers(fig, ax) == []
+    plt.close(fig)
+
+
+def test_the_text_and_axis_checks_catch_an_overlap_and_an_unlabelled_axis():
+    """Planted: two names overwriting each other; a y axis with tick labels and no label (Fig. 3j (b)'s); a row
+    of panels sharing y labelled once passes, and the labels of ticks outside the view are not read (S3b's −0.2)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6, 3), sharey=True)
+    a.set(xlabel="round", ylabel="accuracy")
+    b.set_xlabel("round")
+    a.text(0.2, 0.5, "no_grounding (32)")
+    a.text(0.25, 0.5, "soup (16)")
+    assert legibility.text_overlaps(fig) == [("no_grounding (32)", "soup (16)")]
+    assert legibility.unlabelled_axes(fig) == []
+    plt.close(fig)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6, 3))
+    a.set(xlabel="round", ylabel="accuracy", yticks=[-0.2, 0.4], ylim=(0, 1))
+    b.set_xlabel("round")
+    b.set_title("(b) answers kept", loc="left")
+    assert legibility.unlabelled_axes(fig) == ["(b) answers kept: y"]
+    assert legibility.text_overlaps(fig) == []
+    plt.close(fig)

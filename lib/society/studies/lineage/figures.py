@@ -48,9 +48,10 @@ def shown(arm: str, own: set) -> bool:
         a is not None and (a.is_baseline or (a.role in ("primary", "reference") and not a.added)))
 
 
-DODGE = 1.07          # the factor that moves a marker right, off another at (nearly) the same point
-NEAR_DECADES = 0.02   # two markers closer than this on the log x axis ...
-NEAR_SHARE = 0.012    # ... and than this share of the y axis's range are moved apart
+NAME_PT = 9           # a design's name: 7.3 pt where the README shows the figure (~830 px for its 10.7 in)
+DODGE = 1.15          # the factor that moves a marker right, off another at (nearly) the same point
+NEAR_DECADES = 0.06   # two markers closer than this on the log x axis (about a marker's width as drawn) ...
+NEAR_SHARE = 0.022    # ... and than this share of the y axis's range (about its height) are moved apart
 
 
 def dodged(x, y, y_span: float) -> np.ndarray:
@@ -71,13 +72,14 @@ def _seeds(n_lo: int, n_hi: int) -> str:
 
 def draw_accuracy_compute(rows, families, work):
     """Panels (a) and (b) of the module's docstring: every model in its arm's colour and marker (one-shot models
-    hollow, in the legend; society designs filled, named beside their markers, no name over a marker); markers that
-    would coincide moved apart along x (:func:`dodged`); the frontier's lines grey."""
+    hollow, in the legend; society designs filled, each named beside its marker or, where no side of it is free,
+    joined to its name by a leader line, no name over or near another marker: :func:`lib.style.place_labels`);
+    markers that would overlap moved apart along x (:func:`dodged`); the frontier's lines grey."""
     own = set(rows.loc[rows["study"] == EXPERIMENT, "arm"])
     t = lineage.compute_table(rows, families, work)
     t = t[t["arm"].map(lambda a: shown(a, own))].reset_index(drop=True)
     base = float(base_scores(rows, ["overall"])["overall"].mean())
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 7.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 8.0))
     for ax, col in zip(axes, ("test", "held")):
         span = (np.nanmax(t["hi"]) - np.nanmin(t["lo"])) if col == "test" else len(families) + 0.2
         x = dodged(t["steps"], t[col], span)
@@ -101,7 +103,7 @@ def draw_accuracy_compute(rows, families, work):
         if col == "test":
             ax.axhline(base, color=style.REFERENCE_GREY, ls=":", lw=0.9, zorder=0, label="bare base (mean)")
         ax.set_xscale("log")
-        ax.set_xlim(right=t["steps"].max() * 4)  # room for the names right of the costliest designs
+        ax.set_xlim(right=t["steps"].max() * 12)  # room for the names right of the costliest designs
         ax.set_xlabel("LoRA optimizer steps per seed (log; founders included)")
         ax.grid(alpha=0.3)
         t[f"x_{col}"] = x
@@ -109,14 +111,14 @@ def draw_accuracy_compute(rows, families, work):
     axes[0].set_title("(a) accuracy against compute", fontsize=10)
     axes[1].set_ylabel(f"skills held (novel accuracy ≥ {HELD}; of {len(families)})")
     axes[1].set_title("(b) skills held against compute", fontsize=10)
-    axes[1].set_ylim(-0.1, len(families) + 0.1)
+    axes[1].set_ylim(-0.45, len(families) + 0.1)  # room below the row at 0 for its names
     handles, labels = axes[0].get_legend_handles_labels()
     fig.suptitle("Every design and one-shot model at its compute: filled and named, a society; hollow, one model",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
     for ax, col in zip(axes, ("test", "held")):  # the societies named once the layout is set, over no marker
         style.place_labels(ax, [(r[f"x_{col}"], r[col], f"{r['arm']} ({r['n']})", style.arm_style(r["arm"])["color"])
-                                for _, r in t[~t["baseline"].astype(bool)].iterrows()], avoid_markers=True)
+                                for _, r in t[~t["baseline"].astype(bool)].iterrows()], fontsize=NAME_PT)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.19), ncol=3, fontsize=9, frameon=False,
                title="one-shot models and references (seeds)", title_fontsize=9)
     return fig
@@ -127,7 +129,7 @@ PANELS = [
           "The lineage study: every society design (filled) and one-shot model (hollow) with a selection pool, "
           f"(a) the chosen agent's test accuracy (mean, {BOUNDED_T_CI}) and (b) the skills it holds, against the "
           "LoRA optimizer steps of a seed's run (log axis; founders included where a run starts from them; markers "
-          "that would coincide are moved apart to the right by 7 % steps at a time). Grey "
+          f"that would overlap are moved apart to the right by {(DODGE - 1) * 100:.0f} % steps at a time). Grey "
           "lines: the one-shot frontier (distill-all dashed, multitask dash-dotted, trained for k founders' steps); "
           "dotted: the bare base. "
           "The y axis of (a) does not start at 0."),
