@@ -38,6 +38,7 @@ from lib.society.studies.study import figures as society_study
 from lib import style
 from lib.tool_mutation import figures as tool_mutation
 from lib.society.studies.lineage import figures as lineage_figures
+from lib.society.arms import is_baseline
 
 NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
 
@@ -830,3 +831,38 @@ def test_the_text_and_axis_checks_catch_an_overlap_and_an_unlabelled_axis():
     assert legibility.unlabelled_axes(fig) == ["(b) answers kept: y"]
     assert legibility.text_overlaps(fig) == []
     plt.close(fig)
+
+
+@pytest.mark.parametrize("scale", ["smoke", "cpu"])
+def test_fig3g_draws_every_marker_at_its_value_and_none_on_another(scale):
+    """Fig. 3g stacked 3–6 markers on one spot at x = 0 (strings: inherit_merge, verified and DARE-TIES) and set its
+    references "side by side" by shifting them, which drew the bare base (0 in every family) at a skill of ~0.004 on
+    the symlog axis. Now no two markers lie on one spot, each is drawn at its value (no shift), the symlog axes hold no
+    point at 0, and every point at exactly 0, the bare base among them, stands in the column at 0 left of its panel."""
+    data = _panel_data(society_study.EXPERIMENT, scale)
+    if data is None:
+        pytest.skip(f"no society study data at {scale} scale")
+    fig = society_study.draw_panel("fig3g_study_skill_vs_accuracy", data)
+    families = data["families"]
+    pts = society_study.skill_points(data["rows"], families)
+    one_shot = pts["arm"].map(is_baseline)
+    drawn = pts[(~one_shot & pts["arm"].map(society_study.is_design) & pts["when"].isin(["generation 1", "last"]))
+                | (one_shot & (pts["when"] == "last"))]
+    base = data["rows"][(data["rows"]["agent"] == -1) & (data["rows"]["generation"] == 0)]
+    try:
+        for ax in fig.axes:
+            assert legibility.stacked_markers(fig, ax) == [], (ax.get_label(), legibility.stacked_markers(fig, ax))
+        assert legibility.markers_off_their_values(fig) == []
+        zero = [ax for ax in fig.axes if ax.get_label().endswith("kept none")]
+        main = [ax for ax in fig.axes if ax.get_xscale() == "symlog"]
+        assert len(zero) == len(main) == len(families)
+        for z, ax, fam in zip(zero, main, families):
+            xs = np.concatenate([np.asarray(c.get_offsets(), float)[:, 0] for c in ax.collections] or [np.zeros(0)])
+            assert np.all(xs > 0), fam
+            base_zero = base[base["metric"] == f"base_test_{fam}_novel"]["value"].mean() == 0
+            founders_zero = float(pts.loc[pts["when"] == "founders", fam].mean()) == 0
+            want = int((drawn[fam] == 0).sum()) + base_zero + founders_zero
+            assert sum(len(c.get_offsets()) for c in z.collections) == want, fam
+            assert ("bare base" in [c.get_label() for c in z.collections]) == base_zero, fam
+    finally:
+        plt.close(fig)

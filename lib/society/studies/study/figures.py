@@ -4,8 +4,9 @@ society better, and which mechanism keeps it? Plus the study's grounding knob (S
 - ``fig3g_study_skill_vs_accuracy`` — per family, each society arm's novel-region skill (x: the
   population's accuracy on the family's *novel* region, which only its founders learned) against its
   population test accuracy (y), at generation 1 (open) and at the last generation (filled), joined by
-  an arrow; the baselines (one model each, ×), the founders (generation 0, ★) and the bare base (●).
-  Means over each arm's seeds.
+  an arrow; the baselines (one model each, ×), the founders (generation 0, ★) and the bare base (●), each at its
+  value; the points at exactly 0 side by side in a grey column left of the family's symlog axis. Means over each
+  arm's seeds.
 - ``S3b_study_g_sweep`` — :func:`draw_g_sweep` on the study's ``full@g<g>`` arms, ``full`` as g = 0.5 (the
   same seeds; :func:`lib.society.data.grounding_sweep` names it).
 - ``S3g_study_elitism`` — :func:`lib.society.studies.diagnostics.figures.draw_elitism` on ``full@e1`` /
@@ -95,100 +96,153 @@ def arms_label(arm: str) -> str:
     return arms.label(arm)
 
 
-def _side_by_side(ax, fig, points, *, near_px: float = 5.0, step_pt: float = 7.0) -> None:
-    """Scatter ``points`` (``[((x, y), scatter keywords)]``) on ``ax``; markers that would fall within ``near_px``
-    pixels of each other are set side by side, ``step_pt`` points apart, the first at their common spot."""
-    from matplotlib.transforms import offset_copy
+MARKER_S = 30          # a marker's area (pt²) in Fig. 3g
+LEGEND_PT = 9         # Fig. 3g's legend and title: 7 pt or more where the README shows it (830 px for ~10.4 in)
+ZERO_LANE_IN = 0.1    # the width of one lane of Fig. 3g's column at 0 (inches): a marker and a gap
 
-    fig.canvas.draw()  # the axes' limits and scales, to place the markers in pixels
-    xy = np.array([ax.transData.transform(p) for p, _ in points]) if points else np.zeros((0, 2))
-    groups: list[list[int]] = []
-    for i in range(len(points)):
-        for g in groups:
-            if np.all(np.abs(xy[g[0]] - xy[i]) < near_px):
-                g.append(i)
-                break
-        else:
-            groups.append([i])
-    for g in groups:
-        for k, i in enumerate(g):
-            (x, y), kw = points[i]
-            shift = k * step_pt  # the first at the true spot, the others right of it (nothing drawn off the axes)
-            ax.scatter([x], [y], transform=offset_copy(ax.transData, fig=fig, x=shift, y=0, units="points"),
-                       clip_on=False, **kw)
+
+def _lanes(ys, span: float, axes_in: float, s: float = MARKER_S) -> list[int]:
+    """A lane for each of the values ``ys`` drawn at one x: the first in which it lies no nearer than a marker's
+    height (``s`` pt², on an axes ``axes_in`` inches tall showing ``span`` of y) to a value already there."""
+    tall = (np.sqrt(s) + 1.5) / 72 / axes_in * span
+    lanes: list[list[float]] = []
+    out = []
+    for y in ys:
+        k = next((i for i, ln in enumerate(lanes) if all(abs(y - v) >= tall for v in ln)), len(lanes))
+        lanes += [[]] if k == len(lanes) else []
+        lanes[k].append(y)
+        out.append(k)
+    return out
+
+
+def _arrow(fig, a, b, colour) -> None:
+    """An arrow from the point ``a`` to ``b``, each ``(axes, (x, y))``; across two axes where they differ."""
+    from matplotlib.patches import ConnectionPatch
+
+    (ax0, p0), (ax1, p1) = a, b
+    kw = {"arrowstyle": "->", "color": colour, "lw": 0.9, "alpha": 0.7}
+    if ax0 is ax1:
+        ax0.annotate("", xy=p1, xytext=p0, arrowprops=kw)
+    else:
+        fig.add_artist(ConnectionPatch(xyA=p0, coordsA=ax0.transData, xyB=p1, coordsB=ax1.transData, **kw))
 
 
 def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
+    """Fig. 3g: per family, each design's generation 1 (open) and last generation (filled), joined by an arrow, with
+    the baselines, the founders and the bare base, each drawn at its value: x on a symmetric-log axis, except the
+    points at exactly 0 (none of the family's novel skill), which a narrow column left of the axis holds side by side
+    in lanes (a lane is no value; on the axis they lay on one another, and a point set beside them read as a skill)."""
     use_style()
     pts = skill_points(rows, families)
     # the designs (the knob and elitism variants have their own panels), each in its fixed look
     arms = [a for a in dict.fromkeys(rows["arm"]) if not is_baseline(a) and is_design(a)]
-    colours = {a: arm_style(a)["color"] for a in arms}
     baselines = [a for a in dict.fromkeys(rows["arm"]) if is_baseline(a)]
     base = rows[(rows["agent"] == -1) & (rows["generation"] == 0)]
-    fig, axes = plt.subplots(1, len(families), figsize=(3.0 * len(families) + 1.6, 5.4), sharey=True)
-    axes = np.atleast_1d(axes)
-    fig.subplots_adjust(left=0.06, right=0.99, wspace=0.08, top=0.85, bottom=0.15)  # close to tight_layout's
     founders = pts[(pts["when"] == "founders")].groupby("when")[["overall", *families]].mean()
-    for ax in axes:
-        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
-        # the points that a linear axis piles at 0
-        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
-        ax.set_xlim(-0.001, 1.05)
-        ax.set_xticks([0, 0.01, 0.03, 0.1, 0.3, 1.0], ["0", "0.01", "0.03", "0.1", "0.3", "1"])
     ylo, yhi = _y_range(pts, base)
-    for ax in axes:
-        ax.set_ylim(ylo, yhi)
-    for ax, fam in zip(axes, families):
-        for arm in arms:
-            st = {"color": colours[arm], "marker": arm_style(arm)["marker"]}
-            g1 = pts[(pts["arm"] == arm) & (pts["when"] == "generation 1")]
-            end = pts[(pts["arm"] == arm) & (pts["when"] == "last")]
-            if end.empty:
-                continue
-            x1, y1 = float(end[fam].iloc[0]), float(end["overall"].iloc[0])
-            if not g1.empty:
-                x0, y0 = float(g1[fam].iloc[0]), float(g1["overall"].iloc[0])
-                ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                            arrowprops={"arrowstyle": "->", "color": st["color"], "lw": 0.9, "alpha": 0.7})
-                ax.scatter([x0], [y0], s=22, marker=st["marker"], facecolor="white", edgecolor=st["color"], lw=1.0,
-                           zorder=3)
-            ax.scatter([x1], [y1], s=26, marker=st["marker"], color=st["color"], zorder=4,
-                       label=f"{arms_label(arm)} (n = {int(end['n'].iloc[0])})")
-        refs = _references(pts, baselines, founders, base, fam)
-        _side_by_side(ax, fig, refs)
-        ax.set_xlabel(f"{fam}: novel-region accuracy (population)")
-        ax.set_title(f"{fam}", fontsize=9)
-    axes[0].set_ylabel("test accuracy, all families (population)")
-    handles, labels = axes[0].get_legend_handles_labels()
+    marks = {fam: _marks(pts, arms, baselines, founders, base, fam) for fam in families}
+    ncol = 4
+    rows_ = -(-sum(1 for ms in marks.values() for m in ms if m["kw"].get("label")) // len(families) // ncol)
+    axes_in, top_in, bottom_in = 3.9, 0.95, 0.62 + 0.19 * rows_ + 0.1  # the legend below the axes' labels
+    height = axes_in + top_in + bottom_in
+    lanes = {fam: _lanes([m["y"] for m in ms if m["x"] <= 0], yhi - ylo, axes_in) for fam, ms in marks.items()}
+    n_lanes = max([1] + [max(k) + 1 for k in lanes.values() if k])
+    main_in, left_in, right_in = 2.3, 0.65, 0.1
+    width = len(families) * (main_in + n_lanes * ZERO_LANE_IN) + (len(families) - 1) * 0.3 + left_in + right_in
+    fig = plt.figure(figsize=(width, height))
+    outer = fig.add_gridspec(1, len(families), left=left_in / width, right=1 - right_in / width,
+                             wspace=0.3 / (main_in + n_lanes * ZERO_LANE_IN), top=1 - top_in / height,
+                             bottom=bottom_in / height)
+    first = None
+    axes = []
+    for i, fam in enumerate(families):
+        inner = outer[i].subgridspec(1, 2, width_ratios=[n_lanes * ZERO_LANE_IN, main_in], wspace=0.04)
+        zero = fig.add_subplot(inner[0], sharey=first)
+        first = first or zero
+        ax = fig.add_subplot(inner[1], sharey=zero)
+        axes.append((zero, ax))
+        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
+        # the points that a linear axis piles near 0
+        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
+        ax.set_xlim(0, 1.05)
+        ax.set_xticks([0.01, 0.03, 0.1, 0.3, 1.0], ["0.01", "0.03", "0.1", "0.3", "1"])
+        ax.tick_params(labelleft=False)
+        zero.set_xlim(-0.6, n_lanes - 0.4)
+        zero.set_xticks([(n_lanes - 1) / 2], ["0"])
+        zero.set_facecolor("0.95")
+        zero.set_label(f"{fam}: kept none")
+        zero.set_xlabel("none")
+        zero.tick_params(axis="x", length=0)
+        zero.grid(False, axis="x")
+        if i:
+            zero.tick_params(labelleft=False)
+        where = {}
+        lane = iter(lanes[fam])
+        for m in marks[fam]:
+            at = (zero, (next(lane), m["y"])) if m["x"] <= 0 else (ax, (m["x"], m["y"]))
+            at[0].scatter([at[1][0]], [at[1][1]], clip_on=False, **m["kw"])
+            where[m["key"]] = at
+        for m in marks[fam]:
+            if m["key"][1] == "last" and (m["key"][0], "generation 1") in where:
+                _arrow(fig, where[(m["key"][0], "generation 1")], where[m["key"]], m["kw"]["edgecolor"])
+        ax.set_xlabel(f"{fam}: novel-region accuracy")
+        ax.set_title(f"{fam}", fontsize=LEGEND_PT)
+    first.set_ylim(ylo, yhi)
+    first.set_ylabel("test accuracy, all families (population)")
+    seen: dict[str, object] = {}
+    for a in axes[0]:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    order = [m["kw"]["label"] for m in marks[families[0]] if m["kw"].get("label")]
+    labels = [lab for lab in order if lab in seen]
     # below the panels, in columns: beside them it made the figure so wide that the README's width shrank it to ~8 px
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8.5, frameon=False)
-    fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds); "
-                 "x on a symmetric-log scale, linear below 0.01\nblack, hollow: the baselines (one model each); "
-                 "markers at one spot set side by side, the first at the spot", fontsize=8.5)
-    fig.tight_layout(rect=(0, 0.04 + 0.03 * -(-len(labels) // 4), 1, 1))
+    fig.legend([seen[lab] for lab in labels], labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+               fontsize=LEGEND_PT, frameon=False)
+    fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds);\n"
+                 "x on a symmetric-log scale, linear below 0.01; black, hollow: the baselines (one model each);\n"
+                 "grey, left of each panel: the points at exactly 0 (none kept), side by side", fontsize=LEGEND_PT)
     return fig
 
 
-def _references(pts: pd.DataFrame, baselines, founders: pd.DataFrame, base: pd.DataFrame, fam: str) -> list:
-    """Fig. 3g's references in family ``fam``'s panel, as ``(xy, scatter keywords)``: the baselines (one model each;
-    black, hollow, each in its own marker, so that their colours do not crowd the arms'), the founders and the bare
-    base (:func:`_side_by_side` sets markers at one spot side by side)."""
-    refs = []
+def _marks(pts: pd.DataFrame, arms, baselines, founders: pd.DataFrame, base: pd.DataFrame, fam: str) -> list[dict]:
+    """Every marker of Fig. 3g in family ``fam``'s panel, in drawing order: ``{"key", "x", "y", "kw"}`` (``kw``: scatter
+    keywords): each design at generation 1 (open) and the last generation (filled, in the legend), then the baselines
+    (one model each; black, hollow, each in its own marker, so that their colours do not crowd the arms'), the
+    founders and the bare base."""
+    out = []
+    for arm in arms:
+        st = arm_style(arm)
+        end = pts[(pts["arm"] == arm) & (pts["when"] == "last")]
+        if end.empty:
+            continue
+        g1 = pts[(pts["arm"] == arm) & (pts["when"] == "generation 1")]
+        if not g1.empty:
+            out.append({"key": (arm, "generation 1"), "x": float(g1[fam].iloc[0]), "y": float(g1["overall"].iloc[0]),
+                        "kw": {"s": MARKER_S * 0.75, "marker": st["marker"], "facecolor": "white",
+                               "edgecolor": st["color"], "lw": 1.0, "zorder": 3}})
+        out.append({"key": (arm, "last"), "x": float(end[fam].iloc[0]), "y": float(end["overall"].iloc[0]),
+                    "kw": {"s": MARKER_S * 0.87, "marker": st["marker"], "facecolor": st["color"],
+                           "edgecolor": st["color"], "zorder": 4,
+                           "label": f"{arms_label(arm)} (n = {int(end['n'].iloc[0])})"}})
     for b in baselines:
         e = pts[(pts["arm"] == b) & (pts["when"] == "last")]
         if not e.empty:
-            refs.append(((float(e[fam].iloc[0]), float(e["overall"].iloc[0])),
-                         {"marker": arm_style(b)["marker"], "s": 30, "facecolor": "white", "edgecolor": "black",
-                          "lw": 0.9, "zorder": 4, "label": f"{arms_label(b)} (n = {int(e['n'].iloc[0])})"}))
+            out.append({"key": (b, "last"), "x": float(e[fam].iloc[0]), "y": float(e["overall"].iloc[0]),
+                        "kw": {"marker": arm_style(b)["marker"], "s": MARKER_S, "facecolor": "white",
+                               "edgecolor": "black", "lw": 0.9, "zorder": 4,
+                               "label": f"{arms_label(b)} (n = {int(e['n'].iloc[0])})"}})
     if len(founders):
-        refs.append(((float(founders[fam].iloc[0]), float(founders["overall"].iloc[0])),
-                     {"marker": "*", "s": 80, "color": "black", "zorder": 5, "label": "founders (generation 0)"}))
+        out.append({"key": ("founders", "generation 0"), "x": float(founders[fam].iloc[0]),
+                    "y": float(founders["overall"].iloc[0]),
+                    "kw": {"marker": "*", "s": 80, "facecolor": "black", "edgecolor": "black", "zorder": 5,
+                           "label": "founders (generation 0)"}})
     b = base.groupby("metric")["value"].mean()
     if "base_test_overall" in b:
-        refs.append(((float(b.get(f"base_test_{fam}_novel", 0.0)), float(b["base_test_overall"])),
-                     {"marker": "o", "s": 30, "color": "grey", "zorder": 5, "label": "bare base"}))
-    return refs
+        out.append({"key": ("bare base", "generation 0"), "x": float(b.get(f"base_test_{fam}_novel", 0.0)),
+                    "y": float(b["base_test_overall"]),
+                    "kw": {"marker": "o", "s": MARKER_S, "facecolor": "grey", "edgecolor": "grey", "zorder": 5,
+                           "label": "bare base"}})
+    return out
 
 
 def draw_g_sweep(sweep: pd.DataFrame):
@@ -258,7 +312,8 @@ PANELS = [
           "learned) against its population test accuracy, at generation 1 (open) and the last generation "
           "(filled), beside the baselines (one model each: black, hollow, each in its own marker), the founders (★) "
           "and the bare base (●); means over each arm's or baseline's seeds (n in the legend). The x axis is "
-          "symmetric-log (linear below 0.01); markers that would coincide are set side by side."),
+          "symmetric-log (linear below 0.01); the points at exactly 0 (none of the novel skill kept) stand side by side "
+          "in a grey column left of each panel, each at its accuracy."),
     Panel("S3b_study_g_sweep", _g_sweep,
           "The study's grounding knob: last-generation test accuracy of full at g = 0, 0.25, 0.75, 1 and full "
           "itself (g = 0.5) on the same seeds (dots: seeds; mean, 95 % CI (t, within [0, 1]))."),
