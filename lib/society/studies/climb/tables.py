@@ -92,6 +92,24 @@ def climb_tie_picks(scale: str) -> str:
     return f"{len(tied)} of {len(pop)} population runs ({runs or 'none'})"
 
 
+def climb_rerun(scale: str) -> str:
+    """Where the seat-fair re-run stands: its seeds in (every primary arm finished) and, once all are in, which
+    verdicts moved."""
+    before, after = _data(scale, climb.CLIMB), _data(scale, climb.FAIR)
+    if before is None or after is None or after["experiment"] != climb.FAIR:
+        return "not started"
+    b, a = _primary_cells(before), _primary_cells(after)
+    n, need = min(c[3] for c in a.values()), len(after["cfg"].seed_list())
+    if after["mixed_seeds"]:  # dropped by the study: their arms ran on different float paths
+        return (f"{n} of {need} seeds re-run so far; seeds {after['mixed_seeds']} ran on two float paths and must be "
+                f"re-run on one")
+    if n < need:
+        return f"{n} of {need} seeds re-run so far, no verdict re-decided yet"
+    moved = [f"{k + 1} ({b[name][2]} → {a[name][2]})" for k, (name, *_) in enumerate(CLIMB_PRIMARY)
+             if a[name][2] != b[name][2]]
+    return f"all {need} seeds re-run; " + ("verdicts moved: " + ", ".join(moved) if moved else "no verdict moved")
+
+
 def climb_why(scale: str) -> str:
     """The pre-registered secondary comparisons of issue 53 §4 (raw p): what the population adds beyond its pick
     (``climb_single@child`` − ``climb``), what selection adds (``climb@lineages`` − ``climb``), and the last
@@ -241,7 +259,7 @@ TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-pr
                                            "climb-kept": climb_kept, "climb-secondary": climb_secondary,
                                            "climb-before-after": climb_before_after, "climb-why": climb_why}
 VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins,
-                                           "climb-tie-picks": climb_tie_picks,
+                                           "climb-tie-picks": climb_tie_picks, "climb-rerun": climb_rerun,
                                            "climb-cost": climb_cost}
 
 
@@ -451,5 +469,5 @@ def climb_vote_stall(scale: str) -> str:
 
 
 TABLES.update({"climb-scope": climb_scope})
-VALUES.update({"climb-said": climb_said, "climb-front": climb_front, "climb-matched": climb_matched,
-               "climb-gold": climb_gold, "climb-vote-stall": climb_vote_stall})
+VALUES.update({"climb-said": climb_said, "climb-matched": climb_matched, "climb-gold": climb_gold,
+               "climb-vote-stall": climb_vote_stall})  # climb_front: a line of the society's answer (society-front)

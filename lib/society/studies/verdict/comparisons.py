@@ -21,7 +21,7 @@ from lib.core.stats import (BOUNDED_T_CI, WILSON_CI, bounded_t_ci, holm, paired_
 from lib.society.arms import BEST_MERGE, FIRST_VERDICT, MULTITASK, ONE_SHOT, REFERENCE, is_baseline
 from lib.society.studies.diagnostics.comparisons import (_founder_family_points, founders_arm, inheritance_fidelity,
                                                          own_reference, recombination_gain, selection_differential)
-from lib.society.studies.frames import (AGENT, RUN, _over_seeds, agents_wide, arms_in, base_scores, ci_over_seeds,
+from lib.society.studies.frames import (AGENT, RUN, _over_seeds, tied_pick, agents_wide, arms_in, base_scores, ci_over_seeds,
                                         last_generation, paired_over_seeds, parents_table, population_metric)
 
 REGION = "novel"
@@ -207,8 +207,8 @@ def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
     ``overall`` or a family). Methods, in this order: every plain society arm (its population mean;
     variants ``<arm>@…`` are compared in S3g; a breeding arm run beside its own ``full``, with it in
     Fig. 3a, :func:`lib.society.studies.diagnostics.comparisons.own_reference`), each one's val-selected agent ``<arm>
-    (val-best)`` (the last generation's agent with the highest ``val_overall``, ties → lowest index: what a user would
-    deploy), every baseline (its one model), :data:`FOUNDERS` (generation 0's population mean, from
+    (val-best)`` (the last generation's agent with the highest ``val_overall``, what a user would deploy; an exact tie is the
+    tied agents' mean, :func:`lib.society.studies.frames.tied_pick`, not the lowest seat), every baseline (its one model), :data:`FOUNDERS` (generation 0's population mean, from
     :func:`lib.society.studies.diagnostics.comparisons.founders_arm`) and :data:`BASE` (the bare base)."""
     keys = ["overall"] + list(families)
     cols = [f"test_{k}" for k in keys]
@@ -219,8 +219,8 @@ def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
     for arm in arms:
         for seed, g in last[last["arm"] == arm].groupby("seed"):
             pop += [(arm, seed, k, float(g[c].mean())) for k, c in zip(keys, cols)]
-            if not is_baseline(arm):
-                top = g.sort_values(["val_overall", "agent"], ascending=[False, True], na_position="last").iloc[0]
+            if not is_baseline(arm) and g["val_overall"].notna().any():
+                top = tied_pick(g.dropna(subset=["val_overall"]), ["arm", "seed"], "val_overall", cols).iloc[0]
                 best += [(arm + VAL_BEST, seed, k, float(top[c])) for k, c in zip(keys, cols)]
     lines = [r for r in pop if not is_baseline(r[0])] + best + [r for r in pop if is_baseline(r[0])]
     for seed, g in _founders(w, rows).groupby("seed"):
