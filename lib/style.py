@@ -38,6 +38,7 @@ from lib.core.jsonfile import write_json  # noqa: E402
 from lib.core.rows import sha256_of  # noqa: E402
 from lib.core.figure_index import index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
 from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
+from lib.core.pdffonts import stable_font_subsets  # noqa: E402
 
 from lib.core.palette import REFERENCE_GREY, TOL_BRIGHT, TOL_EXTRA, TOL_MUTED, TOL_VIBRANT  # noqa: E402,F401  (re-exported)
 
@@ -606,8 +607,6 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
         config: the config file(s) of the run(s) behind the data (recorded likewise; one: a string).
         notebook: the notebook that draws it.
     """
-    from lib.core.pdffonts import stable_font_subsets
-
     out = figures_dir(scale)
     paths = [out / f"{name}.pdf", out / f"{name}.png"]
     for p in paths:
