@@ -399,7 +399,8 @@ def _tick(level, reference: str | None) -> str:
 class DiffLayout:
     """How :func:`paired_difference_panel` lays its differences out: along the numeric column ``x`` (else one
     column per level), ``xlabel``, whether p and n are written above the columns, the unit of a dot, the arm
-    whose look each level takes, and ``crowded`` (p and n as one rotated line; default: > 8 columns)."""
+    whose look each level takes, ``crowded`` (p and n as one rotated line; default: > 8 columns) and ``fontsize``
+    (of p and n, the columns' labels and the title; default: 6.2–7 pt, for a panel shown at its own size)."""
 
     x: str | None = None
     xlabel: str | None = None
@@ -407,6 +408,7 @@ class DiffLayout:
     unit: str = "seed"
     look: Mapping[str, str] | None = None
     crowded: bool | None = None
+    fontsize: float | None = None
 
 
 def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[str], reference: str | None = None,
@@ -425,6 +427,7 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     neighbouring columns of a narrow panel do not overwrite each other.
     """
     x, xlabel, annotate, unit, crowded = layout.x, layout.xlabel, layout.annotate, layout.unit, layout.crowded
+    pt = layout.fontsize
     look = dict(layout.look or {})
     order = [o for o in order if o in set(summary[group])]
     refs = dict(zip(summary[group], summary["reference"])) if "reference" in summary else {}
@@ -440,13 +443,15 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
             if annotate:  # many columns: one rotated line each, so neighbours do not overwrite each other
                 ax.annotate(f"p={format_p(r['p'])}" + (f", n={int(r['n'])}" if crowded else f"\nn={int(r['n'])}"),
                             (i, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
-                            fontsize=6.2 if crowded else 6.5, rotation=90 if crowded else 0)
+                            fontsize=pt or (6.2 if crowded else 6.5), rotation=90 if crowded else 0)
         labels = [_tick(o, refs[o] if own else None) for o in order]
         two_line = any("\n" in lb for lb in labels)  # written flat: rotated, they would collide
         tilt = len(order) > (7 if two_line else 3)
         ax.set_xticks(range(len(order)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center",
-                      fontsize=6.2 if two_line else 7)
+                      fontsize=pt or (6.2 if two_line else 7))
         ax.set_xlim(-0.6, len(order) - 0.4)
+        if xlabel:
+            ax.set_xlabel(xlabel)
     else:
         for lvl in order:
             st = arm_style(look.get(lvl, lvl))
@@ -460,8 +465,8 @@ def paired_difference_panel(ax, points, summary, *, group: str, order: Iterable[
     n_txt = f"n = {n[0]}" if len(n) == 1 else f"n = {n[0]}–{n[-1]}"
     ax.set_ylabel(f"{ylabel}\nminus {reference}")
     what = f"dots: {unit}s; " + ("marker: " if x is None else "line: ")
-    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=7, loc="left",
-                 pad=(P_LABEL_PAD if crowded else 21) if (annotate and x is None) else 4)
+    ax.set_title(f"paired by {unit}, {n_txt}\n{what}{ci_note(summary)}", fontsize=pt or 7, loc="left",
+                 pad=((P_LABEL_PAD if crowded else 21) * (pt or 7) / 7) if (annotate and x is None) else 4)
 
 
 P_LABEL_PAD = 54  # points above the axes that a column's rotated "p=…, n=…" takes (6.2 pt text)

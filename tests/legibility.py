@@ -416,6 +416,30 @@ def markers_off_their_values(fig) -> list[str]:
     return sorted(set(out))
 
 
+def lines_drawn_together(fig, min_diff: float, px: float = MARKER_PX) -> list[tuple[str, str, float]]:
+    """Pairs of labelled lines whose last values differ by ``min_diff`` or more but which no axes of ``fig`` draws
+    ``px`` pixels apart there: a difference the figure reports that the reader cannot see (``(a, b, difference)``)."""
+    fig.canvas.draw()
+    ends: dict[str, list[tuple[float, float]]] = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            lab = line.get_label()
+            if lab.startswith("_") or not line.get_visible() or len(line.get_xdata()) < 2:
+                continue
+            x, y = float(line.get_xdata()[-1]), float(line.get_ydata()[-1])
+            ends.setdefault(lab, []).append((ax, x, y))
+    out = []
+    for a, b in itertools.combinations(sorted(ends), 2):
+        diff = abs(ends[a][0][2] - ends[b][0][2])
+        if diff < min_diff:
+            continue
+        apart = [abs(ax.transData.transform((xa, ya))[1] - ax.transData.transform((xb, yb))[1])
+                 for ax, xa, ya in ends[a] for ax2, xb, yb in ends[b] if ax2 is ax and xa == xb]
+        if apart and max(apart) < px:
+            out.append((a, b, round(diff, 3)))
+    return out
+
+
 def stacked_markers(fig, ax, px: float = MARKER_PX) -> list[tuple[str, str]]:
     """Markers of two different artists drawn within ``px`` pixels of each other: one hides the other."""
     fig.canvas.draw()

@@ -171,6 +171,22 @@ def test_fig3a_draws_full_under_the_arms_no_line_twice_and_the_bare_base(cpu):
         assert "elitism" not in cap, name
 
 
+def test_fig3a_draws_apart_the_differences_its_table_reports(cpu):
+    """Fig. 3a (a) drew every arm on one axis from 0 to 0.6, where the ablation's differences (0.007–0.041 below full
+    at the last generation) lay within a few pixels: no_diversity 0.007 below full and 0.006 below sex_linear, under
+    4 px apart. The arms within 0.1 of full are drawn again below on an axis of their own, every difference of 0.005
+    or more at least 4 px apart there. The old drawing is caught (draw_metric_paired without the zoom)."""
+    fig = society.draw_panel("fig3a_society_test_accuracy", cpu)
+    old = society.draw_metric_paired(cpu["rows"], "test_overall", ylabel="test accuracy")
+    try:
+        assert legibility.lines_drawn_together(fig, 0.005) == []
+        together = legibility.lines_drawn_together(old, 0.005)
+        assert together == [("full", "no_diversity", 0.007), ("no_diversity", "sex_linear", 0.006)]
+    finally:
+        plt.close(fig)
+        plt.close(old)
+
+
 def test_fig3b_has_the_base_per_family_and_says_n_and_no_interval(smoke):
     fig = society.draw_panel("fig3b_society_test_by_family", smoke)
     title = fig._suptitle.get_text()

@@ -34,8 +34,8 @@ from lib.society.studies.diagnostics import figures as society_diagnostics
 from lib.society.studies.verdict import panels as society_results
 from lib import style
 from lib.society import arms
-from lib.style import (REFERENCE_GREY, Panel, arm_style, finish_panel_grid, mean_curve, paired_difference_panel,
-                    panel_grid, repo_path, save_panels, use_style, within_bounds)
+from lib.style import (REFERENCE_GREY, DiffLayout, Panel, arm_style, finish_panel_grid, mean_curve,
+                       paired_difference_panel, panel_grid, repo_path, save_panels, use_style, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
 
@@ -121,6 +121,7 @@ def trajectory_arms(df: pd.DataFrame) -> list[str]:
 
 
 REFERENCE_LW = 2.4  # the reference arm's line: drawn first, thicker, with a white halo
+SAME_CURVE = 1e-3   # two mean curves this close at every generation are one line (a second would lie hidden under it)
 
 
 def _curves(ax, d: pd.DataFrame, arms, ylabel: str, title: str = "", band: bool = False):
@@ -244,20 +245,38 @@ def draw_metric_multiples(df: pd.DataFrame, metric: str, *, ylabel: str, what: s
     return fig
 
 
-def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
+def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str, zoom: float | None = None,
+                       text_pt: float | None = None):
     """Two panels. Left: the population mean of ``metric`` per generation, one line per arm (mean
     over seeds); an arm run on fewer seeds than its reference (the elitism variants ``<arm>@e1``) is
     shown beside that reference on the same seeds (thin line). Right: at the last generation, each
     arm minus its reference (:func:`arm_reference`) on the same seed (dots), the mean difference with
-    its 95 % CI (sign-flip inversion) and the paired sign-flip p; each column names its reference."""
+    its 95 % CI (sign-flip inversion) and the paired sign-flip p; each column names its reference.
+
+    ``zoom``: below the left panel, the arms whose last generation lies within ``zoom`` of ``full``'s again, on a y
+    axis that spans only them (on the first, drawn down to 0, their small differences lay one line over another);
+    none where every arm lies that close.
+    ``text_pt``: the size of every note, title and label of the columns (for a figure shown narrower than it is)."""
     use_style()
     d = population_metric(df, metric)
     d = d[~d["arm"].map(is_baseline)]
     arms = trajectory_arms(d)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
+    near = _near_reference(d, arms, zoom) if zoom is not None else []
+    if len(near) in (0, len(arms)):  # nothing to zoom on, or every arm close: the first panel shows them apart
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
+        az = None
+    else:
+        fig = plt.figure(figsize=(9.6, 6.6))
+        grid = fig.add_gridspec(2, 2, width_ratios=[1.0, 1.3], height_ratios=[1.0, 1.15])
+        a1 = fig.add_subplot(grid[0, 0])
+        a2 = fig.add_subplot(grid[:, 1])
+        az = fig.add_subplot(grid[1, 0], sharex=a1)
     _curves(a1, d, arms, ylabel)
+    if az is not None:
+        _curves(az, d[d["arm"].isin(near)], near, ylabel)
     seeds_of = d.groupby("arm")["seed"].apply(set)
     fewer: dict[tuple[str, frozenset], list[str]] = {}
+    merged = None  # how far apart full and its rerun lie, where drawn as one line
     for a in arms:  # the arms run on fewer seeds than their reference, grouped by (reference, seeds)
         ref = arm_reference(a, arms)
         if ref is None or ref not in seeds_of or seeds_of[a] >= seeds_of[ref]:
@@ -266,16 +285,28 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     for (ref, seeds), who in fewer.items():  # the reference drawn again, once, on those seeds
         r = d[(d["arm"] == ref) & d["seed"].isin(seeds)].groupby("generation")["value"].mean()
         mine = d[d["arm"] == BESIDE].groupby("generation")["value"].mean()
-        if BESIDE in who and np.allclose(mine.reindex(r.index).to_numpy(float), r.to_numpy(float), rtol=0, atol=1e-12):
-            continue  # full's own rerun on these seeds (equal to full there): this line already, do not draw it twice
-        a1.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0, ls=":", zorder=2,
-                label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})")
+        gap = float(np.nanmax(np.abs(mine.reindex(r.index).to_numpy(float) - r.to_numpy(float)))) if len(r) else np.inf
+        if BESIDE in who and gap <= SAME_CURVE:
+            merged = gap  # full's own rerun on these seeds (the same curve as full there): drawn once, not twice
+            continue
+        for ax in [a1] + ([az] if az is not None and ref in near else []):
+            ax.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0 if ax is a1 else 1.4, ls=":",
+                    zorder=2 if ax is a1 else 5, label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})"
+                    if ax is a1 else None)
     _base_line(a1, df, metric)
+    pt = text_pt or 7
     a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}; no band ((b): the intervals)"
                  + ("\ndotted: full on the seeds of the arms run on fewer" if a1.get_lines() and any(
                      ln.get_linestyle() == ":" for ln in a1.get_lines()) else "")
-                 + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else ""),
-                 fontsize=7, loc="left", pad=16)
+                 + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else "")
+                 + (f"\n(the same curve as full on them, within {SAME_CURVE:g}: drawn once)" if merged else ""),
+                 fontsize=pt, loc="left", pad=16 * pt / 7)
+    if az is not None:
+        lo, hi = az.get_ylim()
+        a1.axhspan(lo, hi, color="0.9", zorder=0, lw=0)
+        az.set_title(f"(a) zoomed (grey above): the {len(near)} arms within {zoom:g} of full\nat the last generation, "
+                     f"their y axis from {lo:.2f}", fontsize=pt, loc="left")
+        a1.set_xlabel("")
     h, lab = _in_order(a1, arms)
     rows_ = -(-len(lab) // 5)  # below both panels, 8.5 pt: the README shows Fig. 3a at its column's width
     fig.legend(h, lab, fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
@@ -288,17 +319,25 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str):
     pts, summ = pts[pts["arm"] != BESIDE], summ[summ["arm"] != BESIDE]
     if len(summ):
         paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms_in(last) if a in set(summ["arm"])],
-                                ylabel=f"{ylabel} at the last generation")
-        note = (f"\n{BESIDE} (full rerun beside the breeding arms) equals full at the last generation on all "
+                                ylabel=f"{ylabel} at the last generation",
+                                layout=DiffLayout(fontsize=text_pt, xlabel="arm − its reference" if text_pt else None))
+        note = (f"\n{BESIDE} (full rerun beside the breeding arms)\nequals full at the last generation on all "
                 f"{len(check)} of its seeds"
                 if same else f"\n{BESIDE} − full: see the society tables" if len(check) else "")
-        a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=7, loc="left", pad=31 if note else 21)
+        a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=pt, loc="left",
+                     pad=(31 if note else 21) * pt / 7)
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
     fig.set_figheight(fig.get_figheight() + 0.3 * rows_)
     fig.tight_layout(rect=(0, (0.3 * rows_ + 0.15) / fig.get_figheight(), 1, 1))
     return fig
+
+
+def _near_reference(d: pd.DataFrame, arms, within: float) -> list[str]:
+    """The arms (in ``arms`` order) whose mean at the last generation lies within ``within`` of ``full``'s."""
+    last = d[d["generation"] == d["generation"].max()].groupby("arm")["value"].mean()
+    return [a for a in arms if a in last and abs(last[a] - last.get(REFERENCE, np.nan)) <= within]
 
 
 def _wrap_names(names, per_line: int = 2) -> str:
@@ -415,11 +454,15 @@ def _if_metric(metric: str, fn):
 
 
 _B = f"mean difference, {SIGN_FLIP_CI} (none with < 6 seeds), paired sign-flip p"
+FIG3A_ZOOM = 0.1  # Fig. 3a zooms on the arms this close to full at the last generation (the ablation's 0.007-0.041)
 PANELS: list[Panel] = [
     Panel("fig3a_society_test_accuracy",
-          _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy")),
+          _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy",
+                                                                   zoom=FIG3A_ZOOM, text_pt=8)),
           "The first verdict: held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
-          "top; dotted: full on the seeds of the arms run on fewer seeds; grey dash-dotted: the bare base; (b) last "
+          f"top, and below it the arms within {FIG3A_ZOOM:g} of full at the last generation again on a y axis of "
+          "their own; dotted, where it is not full@breeding's own curve: full on the seeds of the arms run on fewer "
+          "seeds; grey dash-dotted: the bare base; (b) last "
           "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
           f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),
     Panel("fig3b_society_test_by_family", lambda data: draw_families(data["rows"], data.get("families")),
