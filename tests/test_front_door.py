@@ -97,3 +97,13 @@ def test_the_climbs_compute_is_said_as_counted():
     same = round(c.loc["climb", "verifier_calls"]) == round(c.loc["climb_single", "verifier_calls"])
     assert ("but the same verifier calls" in words) == same and ("not the same verifier calls" in words) != same
     assert f"{c.loc['climb', 'verifier_calls']:,.0f}" in words
+
+
+def test_the_readme_leads_with_the_answer_then_quick_start():
+    """Under the claim, the answer (one generated line a study, its scope in one generated clause), then Quick start,
+    then the tables."""
+    first = README.split("## Quick start")[0]
+    assert "<!-- table:society-front cpu -->" in first and "<!-- value:society-front-scope cpu -->" in first
+    assert README.index("## Quick start") < README.index("<!-- table:society-answer cpu -->")
+    block = first.split("<!-- table:society-front cpu -->\n")[1].split("<!-- /table:society-front -->")[0]
+    assert 3 <= len(block.strip().splitlines()) <= 5

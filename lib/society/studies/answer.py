@@ -3,7 +3,8 @@
 - :func:`said`: one study's verdict in words (its pre-registered comparisons grouped by what they found, each with
   its Δ and interval), the sentence that ends the study's cell in notebook 03;
 - ``society-front`` (:func:`front`): the README's first screen and notebook 03's first cell, one line a study, each
-  its verdict in words and one number, with the folder it is read from.
+  its verdict in words and one number, with the folder it is read from; ``society-front-scope`` (:func:`front_scope`),
+  the scope of that answer in one clause; ``said-<study>``, a study's verdict in words inside a sentence.
 
 Every phrase follows a verdict computed here from the studies' own tables (win, tie or loss at Holm p < 0.05; an
 interval that excludes 0 or holds it), so a new run rewrites the words with the numbers (``python -m lib.tables``).
@@ -176,6 +177,29 @@ STUDIES: tuple[tuple[str, str, Callable[..., str]], ...] = (
 )
 
 
+def seeds(scale: str) -> list[int]:
+    """The seeds each study's comparisons pair (their ``n``), every study at ``scale`` together."""
+    out = [int(n) for n in ablation(scale)["n"]] if society_rows(scale, MAIN, required=False) is not None else []
+    if (rows := study_rows(scale)) is not None:
+        out += [int(n) for n in study.primary_table(rows)["n"]]
+    if (rows := skill_rows(scale)) is not None:
+        out += [int(n) for n in skills.primary_table(rows, list(config_of(CROSSOVER, scale).families))["n"]]
+    if (d := lineage.load_data(scale)) is not None and d["rows"] is not None:
+        out += [int(n) for n in lineage.primary(d["rows"], d["families"])["n"]]
+    if (d := climb.said_data(scale)[0]) is not None:
+        out += [int(n) for n in climb.climb.primary(d["rows"], d["cfg"].rung)["n"]]
+    return out
+
+
+def front_scope(scale: str) -> str:
+    """The scope of the answer in one clause: the model, the tasks, the seeds a comparison pairs."""
+    n = seeds(scale)
+    span = "no seeds yet" if not n else f"{min(n)} seeds a comparison" if min(n) == max(n) else \
+        f"{min(n)}–{max(n)} seeds a comparison"
+    return (f"LoRA agents on {climb.base_size()} character-level model on a CPU, three synthetic task families a "
+            f"program verifies, {span}; no language model tested")
+
+
 def said(study: str, scale: str) -> str:
     """Study ``study``'s verdict in words (a name of :data:`STUDIES`), with the folder(s) it is read from: the
     sentence that ends the study's cell in notebook 03."""
@@ -186,9 +210,11 @@ def said(study: str, scale: str) -> str:
 def front(scale: str) -> str:
     """One line a study: its verdict in words and one number (the README's first screen, notebook 03's first
     cell)."""
-    return "\n".join(f"- **{name[0].upper()}{name[1:]}**" + (f" ({folders})" if folders else "") + f": {fn(scale, short=True)}."
-                     for name, folders, fn in STUDIES)
+    return "".join(f"- **{name[0].upper()}{name[1:]}**" + (f" ({folders})" if folders else "")
+                   + f": {fn(scale, short=True)}.\n" for name, folders, fn in STUDIES)
 
 
 TABLES: dict[str, Callable[[str], str]] = {"society-front": front}
-VALUES: dict[str, Callable[[str], str]] = {}  # the climb's words are its own values (climb-said, climb-front)
+VALUES: dict[str, Callable[[str], str]] = {"society-front-scope": front_scope, "said-first-verdict": first_verdict,
+                                           "said-society-study": society_study, "said-skills": skill_combining,
+                                           "said-lineage": lineage_study}

@@ -159,4 +159,4 @@ def trial_steps(trial: str):
 
 
 TABLES = {"paper-testbed": testbed_table, "paper-engines": engines_table, "paper-gpu-cost": gpu_cost_table}
-VALUES: dict = {f"paper-steps-{t}": trial_steps(t) for t in ("t1", "t2", "t3", "t4")}
+VALUES: dict = {f"paper-steps-{t}": trial_steps(t) for t in ("t1", "t2", "t3", "t4", "t5")}

@@ -179,15 +179,24 @@ def references(scale: str, fams) -> dict:
                for name, arm in (("best one-shot model", one), (label(MULTITASK), MULTITASK))}}
 
 
+def reference_folders(scale: str) -> dict:
+    """``{arm: its folder(s)}`` of the reference models' rows (:func:`references`; the bare base under ``None``): the
+    same baseline re-run in another folder, on another float path, gives another number, so each line names its
+    own."""
+    rows = skill_rows(scale) if skills_finished(scale) else society_rows(scale, STUDY, finished=True)
+    named = lambda d: ", ".join(f"`{s}`" for s in sorted(set(d["study"])))  # noqa: E731
+    return {None: named(rows), **{a: named(g) for a, g in rows.groupby("arm")}}
+
+
 def society_designs(scale: str) -> str:
     """The README's one society table (see the module's docstring)."""
     if config_of(CROSSOVER, scale) is None or society_rows(scale, STUDY, finished=True, required=False) is None:
         return NO_DATA
     lines, refs = _design_lines(scale)
-    out, only = [], []
+    out, only, where = [], [], reference_folders(scale)
     for name, (arm, v, held) in refs.items():
-        out.append(f"| **{name}**{f' (`{arm}`)' if arm and arm != MULTITASK else ''} | — | {v.notna().sum()} | "
-                   f"{_interval(v)} | — | {fmt(held, 2)} |")
+        out.append(f"| **{name}**{f' (`{arm}`)' if arm and arm != MULTITASK else ''} | {where.get(arm, '—')} | "
+                   f"{v.notna().sum()} | {_interval(v)} | — | {fmt(held, 2)} |")
     for x in sorted(lines, key=lambda x: -np.nanmean(x["chosen"]) if len(x["chosen"]) else 1.0):
         line = (f"| `{x['arm']}` | `{x['study']}`{' (interim)' if x['interim'] else ''} | {x['n']} | "
                 f"{_interval(x['chosen'])} | {_interval(x['population'])} | {fmt(x['held'], 2)} |")

@@ -202,7 +202,7 @@ def study_grounding_one_seed(scale: str) -> str:
     r = without_most_extreme(*pair)
     if r["seed"] is None:
         return "fewer than 3 seeds"
-    return (f"without seed {r['seed']} (its difference {signed(r['its_diff'])}, the largest), "
+    return (f"without seed {r['seed']} of `{STUDY}/` (its difference there {signed(r['its_diff'])}, the largest), "
             f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds")
 
 
@@ -213,9 +213,9 @@ def study_grounding_margin(scale: str) -> str:
         return "no data yet"
     r, w = paired(*pair), without_most_extreme(*pair)
     text = f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}, p = {p_text(r['p'])} over {r['n']} seeds"
-    return text if w["seed"] is None else (f"{text}; the margin without seed {w['seed']} (whose own difference, "
-                                           f"{signed(w['its_diff'])}, is the largest) is {signed(w['diff'])}, "
-                                           f"p = {p_text(w['p'])}")
+    return text if w["seed"] is None else (f"{text}; the margin without seed {w['seed']} of `{STUDY}/` (whose own "
+                                           f"difference there, {signed(w['its_diff'])}, is the largest) is "
+                                           f"{signed(w['diff'])}, p = {p_text(w['p'])}")
 
 
 def study_primary_founders(scale: str) -> str:

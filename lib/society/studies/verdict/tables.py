@@ -314,7 +314,8 @@ def society_primary(scale: str) -> str:
     rest = d.drop(worst)
     lo, hi = sign_flip_ci(rest.to_numpy())
     p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
-    lines.append(f"| `full` − `no_grounding` without seed {worst} (its difference {signed(d[worst])}, the largest) | "
+    lines.append(f"| `full` − `no_grounding` without seed {worst} of `{MAIN}/` (its difference there {signed(d[worst])}, the "
+                 f"largest) | "
                  f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
     return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
                       "Holm p"], lines)
