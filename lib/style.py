@@ -578,7 +578,9 @@ def _describe_figures() -> None:
 
 
 def table_text(table, digits: int = 3, **kw) -> str:
-    """``table`` as printed text, rounded to ``digits``, every column named ``p`` or ``p_…`` written by
+    """``table`` as printed text, rounded to ``digits`` by the rule the README's and docs' tables use
+    (:func:`lib.core.format.fmt`: the float's exact decimal value, so 0.6225000000000001 is 0.623 on a page and in a
+    doc alike, where ``DataFrame.round`` gives 0.622), every column named ``p`` or ``p_…`` written by
     :func:`lib.core.stats.format_p` (never ``0.000``)."""
     import pandas as pd
 
@@ -586,7 +588,9 @@ def table_text(table, digits: int = 3, **kw) -> str:
     for c in t.columns:
         if (c == "p" or str(c).startswith("p_")) and pd.api.types.is_numeric_dtype(t[c]):
             t[c] = [format_p(float(v)) for v in t[c]]
-    return t.round(digits).to_string(**{"index": False, **kw})
+        elif pd.api.types.is_float_dtype(t[c]):
+            t[c] = [float(f"{v:.{digits}f}") if np.isfinite(v) else v for v in t[c]]
+    return t.to_string(**{"index": False, **kw})
 
 
 def repo_path(p) -> str:
