@@ -589,7 +589,7 @@ def table_text(table, digits: int = 3, **kw) -> str:
         if (c == "p" or str(c).startswith("p_")) and pd.api.types.is_numeric_dtype(t[c]):
             t[c] = [format_p(float(v)) for v in t[c]]
         elif pd.api.types.is_float_dtype(t[c]):
-            t[c] = [float(f"{v:.{digits}f}") if np.isfinite(v) else v for v in t[c]]
+            t[c] = [float(f"{v:.{digits}f}") if pd.notna(v) and np.isfinite(v) else v for v in t[c]]
     return t.to_string(**{"index": False, **kw})
 
 
