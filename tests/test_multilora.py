@@ -15,7 +15,7 @@ from lib.engines import lora
 from lib.engines.agents import ENGINES, PeftAgents, make_agents
 from lib.engines.multilora import MultiLoraAgents, Stack
 from test_folded import TOLERANCE, agree, setup  # noqa: F401 — the tiny base and three trained adapters
-from test_smollm2 import needs_smollm2, smol, two_adapters  # noqa: F401 — SmolLM2 (fp32) and two adapters
+from test_smollm2 import needs_smollm2  # smol and two_adapters: conftest.py (SmolLM2 loaded once with test_smollm2.py)
 
 MERGES = {"m_exact": ([0.3, 0.7], "exact"), "m_linear": ([0.6, 0.4], "linear"), "m_ties": ([0.7, 0.6], "ties")}
 
@@ -118,7 +118,7 @@ def test_the_engine_is_named_or_refused(setup):  # noqa: F811
 
 @needs_smollm2
 @pytest.mark.slow
-def test_smollm2_mixed_batch_answers_as_peft(smol, two_adapters, tmp_path, monkeypatch):  # noqa: F811
+def test_smollm2_mixed_batch_answers_as_peft(smol, two_adapters, tmp_path, monkeypatch):
     """Two random rank-4 adapters, their exact merge (rank 8) and the base, 3 prompts, 8 new tokens."""
     from lib.core.tasks import FAMILIES, make_tasks
     monkeypatch.setattr(smol, "max_new_tokens", lambda hard: 8)

