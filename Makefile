@@ -45,8 +45,9 @@ test-unit: env
 test-fast: env
 	$(BIN)/python -m pytest -q $(XDIST) -m "not slow" tests
 
+# The notebooks, each whole on one worker (its cells share one kernel), two at a time.
 test-notebooks: env
-	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/
+	$(BIN)/python -m pytest -q $(XDIST) --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider notebooks/
 
 tiny-base: env
 	$(BIN)/python -m lib.society.tiny_base

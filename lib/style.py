@@ -36,7 +36,7 @@ import seaborn as sns  # noqa: E402
 from lib.core.stats import MIN_PAIRED_N, SIGN_FLIP_CI, WILSON_CI, format_p, wilson_ci  # noqa: E402,F401  (re-exported)
 from lib.core.jsonfile import write_json  # noqa: E402
 from lib.core.rows import sha256_of  # noqa: E402
-from lib.core.figure_index import index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
+from lib.core.figure_index import index_lock, index_path, read_index  # noqa: E402,F401  (read_index: re-exported)
 from lib.core.paths import REPO_ROOT, figures_dir, rel  # noqa: E402,F401  (rel: re-exported)
 from lib.core.pdffonts import stable_font_subsets  # noqa: E402
 
@@ -627,12 +627,14 @@ def save_figure(fig, name: str, *, scale: str, caption: str, data: str | Iterabl
     data = [data] if isinstance(data, (str, Path)) else list(data)
     configs = [config] if isinstance(config, (str, Path)) else list(config or [])
     configs = [repo_path(c) for c in dict.fromkeys(configs)]
-    idx = read_index(scale)
     data = [repo_path(d) for d in data]
-    idx[name] = {"caption": caption, "files": [rel(p) for p in paths], "data": data,
-                 "data_sha256": {d: sha256_of(_abs(d)) for d in data if _abs(d).is_file()},
-                 "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
-    write_json(index_path(scale), idx)
+    entry = {"caption": caption, "files": [rel(p) for p in paths], "data": data,
+             "data_sha256": {d: sha256_of(_abs(d)) for d in data if _abs(d).is_file()},
+             "config": (configs[0] if len(configs) == 1 else configs) or None, "notebook": notebook}
+    with index_lock(scale):  # notebooks saving at once each keep the other's entries
+        idx = read_index(scale)
+        idx[name] = entry
+        write_json(index_path(scale), idx)
     return paths
 
 

@@ -152,3 +152,20 @@ def test_a_committed_pdf_carries_the_same_name_records(scale):
     for p in pdfs:
         for f in _embedded_fonts(p.read_bytes()):
             assert {r.nameID for r in f["name"].names} <= set(NAME_IDS), p.name
+
+
+def test_two_processes_saving_panels_at_once_keep_each_others_index_entries():
+    """``make test-notebooks`` runs two notebooks at a time; each save reads, changes and writes the index
+    under :func:`lib.core.figure_index.index_lock`, so neither writes back an index without the other's panels."""
+    from lib.core.figure_index import read_index
+
+    code = ("import sys, time; sys.path.insert(0, 'tests'); import test_lock; from lib import style\n"
+            "read = style.read_index\n"
+            "style.read_index = lambda s: (read(s), time.sleep(0.3))[0]  # widen the window between read and write\n"
+            "for k in range(4):\n"
+            "    test_lock._save_here(f'{sys.argv[1]}{k}')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, tag], cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
+             for tag in ("p", "q")]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    assert {f"{t}{k}" for t in "pq" for k in range(4)} <= set(read_index("smoke"))
