@@ -426,6 +426,7 @@ CLIMB_GOLD = "baseline_gold_climb"
 # Why one learner beat the population (issue 53 §4; secondary, raw p, pre-registered in configs/society_climb_fair/):
 # (label, a, b), a − b on the outcome; CLIMB_ENSEMBLE is the last population's consensus read-out of climb's rows
 CLIMB_ENSEMBLE = "climb (ensemble)"
+CLIMB_POPULATIONS = tuple(a.name for a in ARMS if a.climb == "verifier" and not a.single)  # their pick's gain
 CLIMB_WHY = (
     ("climb_single@child − climb", "climb_single@child", CLIMB),
     ("climb@lineages − climb", "climb@lineages", CLIMB),

@@ -23,8 +23,10 @@ import pandas as pd
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
 from lib.core.stats import paired_permutation_test, sign_flip_ci
 from lib.society import data
-from lib.society.arms import order
+from lib.society.arms import is_baseline, order
+from lib.society.config import config_of
 from lib.society.studies.climb import comparisons as climb
+from lib.society.studies.skills.comparisons import chosen_agents
 
 RUN = ["arm", "seed"]
 MEASURES = {"conformity": "conformity κ", "selected": "selected", "val": "val"}
@@ -153,9 +155,6 @@ def tie_picks(study: str) -> Callable[[str], str]:
     pre-registered rule gave it to the lowest seat, the outcome is now the tied agents' mean
     (:func:`lib.society.studies.skills.comparisons.chosen_agents`)."""
     def value(scale: str) -> str:
-        from lib.society.studies.skills.comparisons import chosen_agents
-        from lib.society.arms import is_baseline
-        from lib.society.config import config_of
         rows = data.society_rows(scale, study, finished=True, required=False)
         cfg = config_of(study, scale)
         if rows is None or cfg is None or "select_overall" not in set(rows["metric"]):

@@ -23,7 +23,8 @@ import pandas as pd
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import read_progress, read_shard, shard_path
 from lib.core.stats import bounded_t_ci
-from lib.society.arms import CLIMB as CLIMB_ARM, CLIMB_ENSEMBLE, CLIMB_PRIMARY, CLIMB_SECONDARY, CLIMB_WHY, order
+from lib.society.arms import (CLIMB as CLIMB_ARM, CLIMB_ENSEMBLE, CLIMB_POPULATIONS, CLIMB_PRIMARY, CLIMB_SECONDARY,
+                              CLIMB_WHY, order)
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
 from lib.society.data import CLIMB, folder_states
@@ -157,7 +158,7 @@ def why(rows: pd.DataFrame, rung: int) -> pd.DataFrame:
     w = learners(rows)
     w = w[w["generation"] == w.groupby(["arm", "seed"])["generation"].transform("max")]
     mean = w.groupby(["arm", "seed"])[f"test_rung{rung}"].mean().unstack("arm")
-    for arm in (CLIMB_ARM, "climb@lineages"):
+    for arm in CLIMB_POPULATIONS:
         if arm in out and arm in mean:
             r = paired(out[arm], mean[arm])
             lines.append({"comparison": f"{arm}: chosen − its population's mean (not tested)",

@@ -220,7 +220,8 @@ def method_scores(rows: pd.DataFrame, families) -> pd.DataFrame:
         for seed, g in last[last["arm"] == arm].groupby("seed"):
             pop += [(arm, seed, k, float(g[c].mean())) for k, c in zip(keys, cols)]
             if not is_baseline(arm) and g["val_overall"].notna().any():
-                top = tied_pick(g.dropna(subset=["val_overall"]), ["arm", "seed"], "val_overall", cols).iloc[0]
+                top = tied_pick(g.dropna(subset=["val_overall"]), ["arm", "seed"], "val_overall",
+                                list(dict.fromkeys(cols))).iloc[0]
                 best += [(arm + VAL_BEST, seed, k, float(top[c])) for k, c in zip(keys, cols)]
     lines = [r for r in pop if not is_baseline(r[0])] + best + [r for r in pop if is_baseline(r[0])]
     for seed, g in _founders(w, rows).groupby("seed"):
