@@ -7,7 +7,9 @@ tables and its panels; the loop that makes the rows (:mod:`lib.society`) never i
 - :mod:`.study`: the society study (``configs/society_study/``, ``society_lexicase/``; ``docs/study.md``);
 - :mod:`.skills`: the skill-combining study (``configs/society_crossover/``; ``docs/skills.md``);
 - :mod:`.lineage`: the lineage study (``configs/society_lineage/``; ``docs/lineage.md``);
-- :mod:`.paper_scale`: the paper scale's page (``docs/paper-scale.md``): its test-bed, its engines, its GPU cost.
+- :mod:`.paper_scale`: the paper scale's page (``docs/paper-scale.md``): its test-bed, its engines, its GPU cost;
+- :mod:`.answer`: every study's verdict in words, from the studies' own tables (the README's first screen, each
+  study's cell in notebook 03).
 
 A study folder holds ``comparisons`` (its statistics, from the rows :mod:`lib.society.data` reads), ``tables``
 (the README's and docs' tables and values: ``TABLES``, ``VALUES``) and ``figures`` (its panels; an experiment's
