@@ -1,5 +1,7 @@
 """Measures of a drawn figure that a reader meets (tests/test_panel_legibility.py): tick labels that overwrite each
-other, a canvas whose right part is empty, and text too small at the size a page shows it."""
+other, a canvas whose right part is empty, text too small at the size a page or the README shows it, texts that
+overlap, axes without a label, names away from (or over) the markers they name, markers on one another or shifted off
+their values, and differences drawn too close to see."""
 from __future__ import annotations
 
 import itertools
@@ -7,6 +9,8 @@ import math
 
 import matplotlib
 import numpy as np
+
+from lib.style import _box_gap  # pixels from a point to a box: the placement's measure, the checks' too
 
 SHOWN_DPI = 110        # a page shows a panel as drawn inline: at figure.dpi (lib.style.show_saved)
 CSS_DPI = 96           # a browser's points: 96 CSS pixels per inch
@@ -328,11 +332,6 @@ def _name(artist) -> str:
     return str(artist.get_gid() or artist.get_label())[:30]
 
 
-def _box_distance(bb, x: float, y: float) -> float:
-    """Pixels from the point ``(x, y)`` to the box ``bb`` (0 inside it)."""
-    return float(np.hypot(max(bb.x0 - x, 0.0, x - bb.x1), max(bb.y0 - y, 0.0, y - bb.y1)))
-
-
 def _marker_labels(fig, ax):
     """The names placed on ``ax`` beside a marker: ``(text, box, own marker, the other markers)``, one per annotation
     whose anchor (``xy``) lies on a marker of ``ax``; a name whose anchor lies on no marker names ``None``."""
@@ -369,7 +368,7 @@ def labels_over_markers(fig, ax, pad_px: float = 1.0) -> list[str]:
             out += [f"{t.get_text()[:30]} over {_name(a)}" for a, x, y, _ in _marker_points(ax) if bb.contains(x, y)]
     for t, bb, mine, others in _marker_labels(fig, ax):
         out += [f"{t.get_text()[:30]} over {_name(a)}" for a, x, y, rad in others + ([mine] if mine else [])
-                if _box_distance(bb, x, y) < rad]
+                if _box_gap(bb, x, y) < rad]
     return sorted(set(out))
 
 
@@ -390,11 +389,11 @@ def labels_away_from_their_markers(fig, ax, max_gap_pt: float = MAX_LABEL_GAP_PT
         if mine is None:
             out.append(f"{name}: anchored on no marker")
             continue
-        gap = _box_distance(bb, mine[1], mine[2]) - mine[3]
+        gap = _box_gap(bb, mine[1], mine[2]) - mine[3]
         if gap > max_gap_pt * pt and t.arrow_patch is None:
             out.append(f"{name}: {gap / pt:.0f} pt from its marker")
-        near = sorted({(round((_box_distance(bb, x, y) - rad) / pt, 1), _name(a)) for a, x, y, rad in others
-                       if _box_distance(bb, x, y) - rad < (min_clear_pt * pt if t.arrow_patch is not None
+        near = sorted({(round((_box_gap(bb, x, y) - rad) / pt, 1), _name(a)) for a, x, y, rad in others
+                       if _box_gap(bb, x, y) - rad < (min_clear_pt * pt if t.arrow_patch is not None
                                                             else max(min_clear_pt * pt, gap + 0.5))})
         out += [f"{name}: {g:g} pt from {other}'s marker (its own: {gap / pt:.1f} pt)" for g, other in near]
     return out
@@ -499,7 +498,7 @@ def unlabelled_axes(fig) -> list[str]:
             ticks = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text().strip()]
             named = [getattr(a, f"get_{k}label")().strip() for a in shared.get_siblings(ax)]
             if ticks and axis.get_visible() and not any(named):
-                title = " ".join(ax.get_title(loc=w) for w in ("left", "center")).strip()
+                title = " ".join(" ".join(ax.get_title(loc=w) for w in ("left", "center")).split())
                 out.append(f"{title[:30] or 'axes'}: {k}")
     return out
 

@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D
 from lib.core.stats import BOUNDED_T_CI, T_CI, mean_ci_table
 from lib import style
 from lib.society import arms
-from lib.style import (REFERENCE_GREY, Panel, arm_style, dots_with_mean, finish_panel_grid, interval_bar, mean_curve,
+from lib.style import (REFERENCE_GREY, DiffLayout, Panel, arm_style, dots_with_mean, finish_panel_grid, interval_bar, mean_curve,
                     paired_difference_panel, panel_grid, use_style, within_bounds)
 
 style.register_looks(arms.LOOKS)  # the society's arms draw in the looks of their table
@@ -241,7 +241,7 @@ def draw_elitism(df: pd.DataFrame):
     pairs = dg.elitism_pairs(df["arm"])
     arms = [a for a in _arms(df) if a in pairs or a in pairs.values()]
     pts, summ = dg.elitism_comparison(df)
-    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(10.8, 3.6), gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(9.4, 4.0), gridspec_kw={"width_ratios": [1.2, 1, 1]})
     d = frames.population_metric(df[df["arm"].isin(arms)], "test_overall")
     seeds_of = {v: set(d.loc[d["arm"] == v, "seed"]) for v in pairs}
     keep = pd.Series(True, index=d.index)
@@ -249,17 +249,23 @@ def draw_elitism(df: pd.DataFrame):
         keep &= ~((d["arm"] == ref) & ~d["seed"].isin(seeds_of[var]))
     t = mean_ci_table(d[keep], ["arm", "generation"])
     _gen_lines(a1, t, arms, "test accuracy (population mean)",
-               f"(a) per generation; {_n_text(t)}; X on X@e1's seeds\nband: {T_CI}", zero=False)
-    a1.legend(fontsize=6.2)
+               f"(a) per generation; {_n_text(t)};\nX on X@e1's seeds; band: {T_CI}", zero=False)
+    a1.title.set_fontsize(ELITISM_PT)
+    a1.legend(fontsize=ELITISM_PT)
     order = [a for a in arms if a in pairs]
     for ax, stat, what in ((a2, "mean", "population mean"), (a3, "top_scored", "top-scoring agent")):
         p, s = pts[pts["statistic"] == stat], summ[summ["statistic"] == stat]
         paired_difference_panel(ax, p, s, group="arm", order=order, reference="X (elitism 0)",
-                                ylabel=f"X@e1: test acc., {what}")
+                                ylabel=f"X@e1: test acc., {what}",
+                                layout=DiffLayout(fontsize=ELITISM_PT, xlabel="X@e1, paired with X"))
         ax.set_title(f"({'b' if stat == 'mean' else 'c'}) last generation; "
-                     + ax.get_title(loc="left"), fontsize=7, loc="left", pad=21)
+                     + ax.get_title(loc="left").replace("; ", ";\n", 1), fontsize=ELITISM_PT, loc="left",
+                     pad=21 * ELITISM_PT / 7)
     fig.tight_layout()
     return fig
+
+
+ELITISM_PT = 8    # S3g's notes, legend and columns: 7 pt or more where docs/study.md shows it (~830 px for 9.2 in)
 
 
 # ----------------------------------------------------------------------------- registry
