@@ -213,6 +213,8 @@ REFERENCE = next(a.name for a in ARMS if a.role == "reference" and "@" not in a.
 BASE_ARMS = tuple(a.name for a in ARMS if "@" not in a.name and not a.is_baseline  # runnable evolving arms
                   and not a.climb)
 SEED_ARMS = tuple(a.name for a in ARMS if a.seed_arm)                                 # v1: the seed's four
+# what switching off each arm of the paper's ablation removes (the README's words)
+OPERATOR_OFF = {"no_grounding": "grounding", "no_sex": "recombination", "no_diversity": "diverse selection"}
 BASELINES = tuple(a.name for a in ARMS if a.is_baseline and not a.climb)  # the society's (lib.society.baselines)
 ONE_SHOT = tuple(a.name for a in ARMS if a.one_shot)
 MULTITASK = next(a for a in BASELINES if a not in ONE_SHOT)

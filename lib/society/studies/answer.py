@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from lib.core.format import ci, num, signed
-from lib.society.arms import LINEAGE_PRIMARY
+from lib.society.arms import LINEAGE_PRIMARY, OPERATOR_OFF, REFERENCE
 from lib.society.data import CROSSOVER, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
 from lib.society.studies.climb import tables as climb
 from lib.society.studies.lineage import comparisons as lineage
@@ -31,8 +31,7 @@ from lib.society.studies.verdict.comparisons import primary_comparisons
 from lib.society.studies.verdict.tables import ablation
 
 VERB = {"win": "beats", "tie": "ties", "loss": "loses to"}  # a verdict of a − b as a verb between them
-# what switching off each arm of the paper's ablation removes
-OPERATOR = {"no_grounding": "grounding", "no_sex": "recombination", "no_diversity": "diverse selection"}
+OPERATOR = OPERATOR_OFF  # what switching off each arm of the paper's ablation removes
 
 
 def number(r) -> str:
@@ -77,12 +76,12 @@ def first_verdict(scale: str, short: bool = False) -> str:
     if rows is None or cfg is None:
         return "no data yet"
     ab = ablation(scale).set_index("arm")
-    full = ab.loc["full"]
+    full = ab.loc[REFERENCE]
     base = interval_word(full.base_lo, full.base_hi, ("below", "level with", "above"))
     if base is None:
         return f"no verdict at this scale ({int(full.n)} seed(s): too few for an interval)"
     inside = {}
-    for arm, r in ab.drop(index="full").iterrows():
+    for arm, r in ab.drop(index=REFERENCE).iterrows():
         w = interval_word(r.lo, r.hi, ("lowers its accuracy", "does not measurably change it", "raises its accuracy"))
         inside.setdefault(w or "cannot be measured", []).append(OPERATOR.get(arm, f"`{arm}`"))
     ops = "; ".join(f"switching off {' or '.join(v)} {w}" for w, v in inside.items())
@@ -116,7 +115,7 @@ def society_study(scale: str, short: bool = False) -> str:
             f"({number(best)})")
     wins = [r for (_, r), v in zip(t.iterrows(), said) if v == "win"]
     if short:
-        lifts = [f"`{r.arm_a}`" for r in wins if r.arm_a != "full"]
+        lifts = [f"`{r.arm_a}`" for r in wins if r.arm_a != REFERENCE]
         return (f"{', '.join(lifts[:-1])} and {lifts[-1]} each beat the design one switch from them; " if len(lifts) > 1
                 else "") + head
     return f"{head}; {_pairs(t, said, skip=(0,))} (Holm over six)"
@@ -173,7 +172,7 @@ STUDIES: tuple[tuple[str, str, Callable[..., str]], ...] = (
     ("society study", f"`{STUDY}/`", society_study),
     ("skill-combining study", f"`{CROSSOVER}/`", skill_combining),
     ("lineage study", f"`{LINEAGE}/`", lineage_study),
-    ("climb", "", climb_study),
+    ("the climb", "", climb_study),
 )
 
 

@@ -13,12 +13,17 @@
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import numpy as np
 
 from lib.core.format import NO_DATA, ci, fmt, markdown, p_text, signed
-from lib.society.arms import CLIMB_PRIMARY, SPECS, label, order
+from lib.core.paths import config_path
+from lib.engines.models import TINY_DIR
+from lib.society.arms import (CLIMB, CLIMB_GOLD, CLIMB_HINTS, CLIMB_PRIMARY, CLIMB_SINGLE, CLIMB_SINGLE_VOTE, CLIMB_VOTE,
+                              SPECS, label, order)
+from lib.society.studies.study.comparisons import paired
 from lib.society.studies.climb import comparisons as climb
 
 
@@ -272,12 +277,6 @@ VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "cl
 # secondary (climb-vote-stall). They read the seat-fair re-run (configs/society_climb_fair/) once its four verdicts
 # are in, else the committed run, and name the folder they read.
 
-import json  # noqa: E402  (this section's own imports, appended with it)
-
-from lib.core.paths import config_path  # noqa: E402
-from lib.engines.models import TINY_DIR  # noqa: E402
-from lib.society.arms import CLIMB_PRIMARY as PRIMARY_ARMS  # noqa: E402
-from lib.society.studies.study.comparisons import paired  # noqa: E402
 
 
 def said_data(scale: str) -> tuple[dict | None, str]:
@@ -294,7 +293,7 @@ def said_data(scale: str) -> tuple[dict | None, str]:
         return d, f"`{climb.CLIMB}/`"
     n = 0 if fair is None or fair["experiment"] != climb.FAIR else int(
         climb.primary(fair["rows"], fair["cfg"].rung)["n"].min())
-    planned = max(seeds_planned(d["cfg"], a) for _, a, _b in PRIMARY_ARMS)
+    planned = max(seeds_planned(d["cfg"], a) for _, a, _b in CLIMB_PRIMARY)
     return d, (f"`{climb.CLIMB}/`, the committed run; its seat-fair re-run, `{climb.FAIR}/`, which re-decides its "
                f"verdicts, has {n} of {planned} seeds in")
 
@@ -344,7 +343,7 @@ def climb_said(scale: str) -> str:
                                lo=fmt(max(-r.lo, 0)), hi=fmt(max(r.hi, 0))) for (k, r), v in zip(t.iterrows(), said)]
     arms = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
     return (f"{int(t['n'].min())} seeds, Holm over four: the grounded population climbs from "
-            f"{fmt(arms.loc['climb', 'start'])} (its generalists) to {fmt(arms.loc['climb', 'rung'])} on rung "
+            f"{fmt(arms.loc[CLIMB, 'start'])} (its generalists) to {fmt(arms.loc[CLIMB, 'rung'])} on rung "
             f"{d['cfg'].rung}; " + "; ".join(lines[k] for k in (2, 3, 0, 1)) + f" (data: {where})")
 
 
@@ -363,7 +362,7 @@ def climb_front(scale: str) -> str:
            "tie": "is not distinguishable from one learner given its samples and steps",
            "loss": "one learner given its samples and steps climbs further"}
     num = lambda k: f"{signed(t['diff'][k])} {ci(t['lo'][k], t['hi'][k])}"  # noqa: E731
-    head = (f"a grounded population climbs from {fmt(arms.loc['climb', 'start'])} to {fmt(arms.loc['climb', 'rung'])} "
+    head = (f"a grounded population climbs from {fmt(arms.loc[CLIMB, 'start'])} to {fmt(arms.loc[CLIMB, 'rung'])} "
             f"on the rung past every founder's training; it {word[said[2]]} a vote ({num(2)}) and {word[said[3]]} "
             f"one-shot training on the hints ({num(3)}), ")
     tail = f"but {one[said[0]]} ({num(0)})" if said[0] == "loss" else f"and it {one[said[0]]} ({num(0)})"
@@ -407,9 +406,9 @@ def climb_matched(scale: str) -> str:
     if d is None:
         return "no data yet"
     t = climb.compute_table(d["rows"], d["work"]).set_index("arm")
-    if not {"climb", "climb_single"} <= set(t.index):
+    if not {CLIMB, CLIMB_SINGLE} <= set(t.index):
         return "no data yet"
-    pop, one = t.loc["climb"], t.loc["climb_single"]
+    pop, one = t.loc[CLIMB], t.loc[CLIMB_SINGLE]
     same = lambda k: "the same" if round(pop[k]) == round(one[k]) else "not the same"  # noqa: E731
     return (f"{same('samples')} samples ({pop.samples:,.0f} and {one.samples:,.0f} per seed) and {same('train_steps')} "
             f"LoRA steps ({pop.train_steps:,.0f} and {one.train_steps:,.0f}), but {same('verifier_calls')} verifier "
@@ -425,15 +424,15 @@ def climb_gold(scale: str) -> str:
     if d is None:
         return "no data yet"
     s = climb.secondary(d["rows"], d["cfg"].rung)
-    g = s[(s["measure"] == "rung") & (s["arm_b"] == "baseline_gold_climb")]
+    g = s[(s["measure"] == "rung") & (s["arm_b"] == CLIMB_GOLD)]
     if g.empty:
         return "no data yet"
     r = g.iloc[0]
     t = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
     fams = list(d["cfg"].families)
-    gold = t.loc["baseline_gold_climb"]
+    gold = t.loc[CLIMB_GOLD]
     below = "ends below" if r.hi < 0 else "ends above" if r.lo > 0 else "is not distinguishable from"
-    others = [a for a in t.index if a not in ("climb", "baseline_gold_climb")]
+    others = [a for a in t.index if a not in (CLIMB, CLIMB_GOLD)]
     near = lambda a: [f for f in fams if abs(t.loc[a, f] - gold[f]) < 0.01]  # noqa: E731
     untested = "; ".join(f"`{a}` {fmt(t.loc[a, 'rung'])}" + (f" (within 0.01 of gold on {' and '.join(near(a))})"
                                                             if near(a) else "") for a in others)
@@ -443,7 +442,7 @@ def climb_gold(scale: str) -> str:
             f"(data: `{d['experiment']}/`)")
 
 
-VOTE_ARMS = ("climb_vote", "climb_single_vote")
+VOTE_ARMS = (CLIMB_VOTE, CLIMB_SINGLE_VOTE)
 
 
 def climb_vote_stall(scale: str) -> str:
@@ -458,9 +457,9 @@ def climb_vote_stall(scale: str) -> str:
     start = every[every["generation"] == 0].pivot(index="seed", columns="arm", values=f"test_rung{rung}")
     parts = []
     for arm in VOTE_ARMS:
-        if arm not in out or arm not in start or "baseline_hints" not in out:
+        if arm not in out or arm not in start or CLIMB_HINTS not in out:
             return "no data yet"
-        gain, hints = paired(out[arm], start[arm]), paired(out[arm], out["baseline_hints"])
+        gain, hints = paired(out[arm], start[arm]), paired(out[arm], out[CLIMB_HINTS])
         parts.append(f"`{arm}` gains {signed(gain['diff'])} {ci(gain['lo'], gain['hi'])} over its start and ends "
                      f"{'below' if hints['hi'] < 0 else 'above' if hints['lo'] > 0 else 'level with'} one-shot "
                      f"training on the hints ({signed(hints['diff'])} {ci(hints['lo'], hints['hi'])}, p "
