@@ -43,6 +43,20 @@ def _figures_in_tmp(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GE_FIGURES_DIR", str(tmp_path_factory.mktemp("figures")))
 
 
+@pytest.fixture(autouse=True)
+def _readme_tables_untouched(monkeypatch):
+    """No test rewrites the README's and docs' tables: ``python -m lib.reproduce`` ends by rewriting them
+    (``lib.tables.registry.update``), which a test of the runner (test_reproduce.py, test_figures.py) would do
+    in the tracked tree — while a test on the other worker reads the README — and at the cost of every table
+    computed again. Here it writes nothing and says nothing changed; test_tables.py checks the tables
+    (``stale``) and the rewriting (``render``)."""
+    try:
+        from lib.tables import registry
+    except Exception:  # a tree that cannot import the tables fails in the tests that use them, not in every test
+        return
+    monkeypatch.setattr(registry, "update", lambda files=registry.FILES: [])
+
+
 # ----------------------------------------------------------------------------- SmolLM2, loaded once a worker
 
 # test files that share a session fixture: one unit of work for xdist, run in this order on one worker
