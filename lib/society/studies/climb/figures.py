@@ -46,7 +46,7 @@ def draw_climb(rows, cfg):
     """The three panels of the module's docstring."""
     c = climb.curve(rows, cfg.rung)
     k = climb.kept(rows)
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.6), gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 4.8), gridspec_kw={"width_ratios": [1.4, 1, 1]})
     ax = axes[0]
     for arm in arms.order(c["arm"].unique()):
         g = c[c["arm"] == arm].sort_values("round")
@@ -95,7 +95,8 @@ def draw_climb(rows, cfg):
 PANELS = [
     Panel("fig3j_climb", lambda d: draw_climb(d["rows"], d["cfg"]),
           "The climb: (a) the chosen agent's test accuracy on rung 1 (one step past every founder's reach; mean, "
-          f"{BOUNDED_T_CI}) after each round of sampling, keeping and training, per climbing arm (filled), and the "
+          f"{BOUNDED_T_CI}) after each round of sampling, keeping and training, per climbing arm (filled; a secondary "
+          "variant of an arm dashed and hollow in its colour), and the "
           "one-shot baselines at the same steps (hollow, at the last round); (b) answers kept per round and (c) the "
           "share of them that is wrong (mean over seeds; the verifier's arms keep none wrong, so only the vote arms are "
           "drawn there)."),
