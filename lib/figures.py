@@ -19,7 +19,9 @@ import importlib
 import sys
 from typing import Sequence
 
+from lib import provenance, style
 from lib.core.errors import MissingDataError, UserError, cli_main, one_line
+from lib.core.paths import check_scale
 from lib.core.stats import format_p  # noqa: F401  (notebook 05 writes every p with it)
 from lib.society import studies
 
@@ -69,10 +71,6 @@ def resolve(name: str) -> tuple[str, str]:
 def redraw(name: str, scale: str) -> list[str]:
     """Redraw the panel ``name`` (:func:`resolve`) from the data of ``scale``, save it and its index entry as
     ``draw_all`` does, and rewrite ``INDEX.md``; returns the files written. Missing data: :class:`MissingDataError`."""
-    from lib import style
-    from lib.core.paths import check_scale
-    from lib.provenance import write_index
-
     try:
         check_scale(scale)
     except ValueError as e:
@@ -86,7 +84,7 @@ def redraw(name: str, scale: str) -> list[str]:
     if panel not in saved:
         raise MissingDataError(f"{panel} at {scale}: its data are absent (the panel draws nothing)")
     entry = style.read_index(scale)[panel]
-    return [*entry["files"], str(style.rel(write_index(scale)))]
+    return [*entry["files"], str(style.rel(provenance.write_index(scale)))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,13 +25,14 @@ from lib.core.manifest import read_manifest
 from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
 from lib.experiment import load, runner
-from lib.figures import EXPERIMENTS, command  # the experiments whose figures are drawn: their data is what is checked
+from lib import figures  # the experiments whose figures are drawn (their data is what is checked) and their commands
 
 
-def manifest_table(scale: str, experiments=EXPERIMENTS) -> pd.DataFrame:
-    """One row per experiment: does its data's manifest hold the config in ``configs/`` for ``scale``?"""
+def manifest_table(scale: str, experiments=None) -> pd.DataFrame:
+    """One row per experiment (``experiments``; default every one whose figures are drawn, :data:`lib.figures.EXPERIMENTS`):
+    does its data's manifest hold the config in ``configs/`` for ``scale``?"""
     rows = []
-    for exp in experiments:
+    for exp in figures.EXPERIMENTS if experiments is None else experiments:
         cpath = config_path(exp, scale)
         folder = data_dir(scale, exp)
         row = {"experiment": exp, "config": rel(cpath), "data": rel(folder)}
@@ -218,7 +219,7 @@ def write_index(scale: str) -> Path:
             notebook = ("—" if not nb else f"[`{nb}`](notebooks/{page.name})" if page.is_file()
                         else _link(f"notebooks/{nb}", here, f"`{nb}`"))
             lines.append(f"| `{n}` | {e['caption']} | {files} | {shown} | {configs} | {manifests} | {notebook} "
-                         f"| `{command(n, scale)}` |")
+                         f"| `{figures.command(n, scale)}` |")
         lines.append("")
     out = here / "INDEX.md"
     out.write_text("\n".join(lines))

@@ -50,7 +50,10 @@ def test_the_base_is_pre_trained_on_no_rung():
     assert all(rung_of(x) == 0 for step in range(0, 2000, 97) for x in pretrain_tasks(step))
 
 
-@pytest.mark.parametrize("path", [SMOKE, CPU], ids=["smoke", "cpu"])
+CLIMB_CONFIGS = sorted(ROOT.glob("configs/society_climb*/*.yaml"))  # the study's and its seat-fair re-run's
+
+
+@pytest.mark.parametrize("path", CLIMB_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_no_evaluation_prompt_of_any_seed_is_in_a_training_pool(path):
     cfg = load_file(path)
     for seed in cfg.seed_list():

@@ -16,7 +16,8 @@ from lib.society.config import load_file, seed_list, validate_config
 from lib.core.tasks import FAMILIES, Task, make_tasks, region
 
 # base.yaml: a layer; the climb's pools are audited by its own test (tests/test_climb.py, its ladder's parts too)
-CONFIG_FILES = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base" and p.parent.name != "society_climb") + [
+CONFIG_FILES = sorted(p for p in CONFIGS.glob("society*/*.yaml")
+                      if p.stem != "base" and not p.parent.name.startswith("society_climb")) + [
     REPO_ROOT / "tests" / "data" / "society_smollm2_micro.yaml"]
 
 
