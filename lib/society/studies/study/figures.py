@@ -142,6 +142,23 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     ylo, yhi = _y_range(pts, base)
     marks = {fam: _marks(pts, arms, baselines, founders, base, fam) for fam in families}
     ncol = 4
+    fig, outer, lanes, n_lanes, main_in = _skill_figure(marks, families, ylo, yhi, ncol)
+    first = None
+    axes = []
+    for i, fam in enumerate(families):
+        zero, ax = _skill_panel(fig, outer[i], first, n_lanes, main_in, fam, i)
+        first = first or zero
+        axes.append((zero, ax))
+        _skill_marks(fig, zero, ax, marks[fam], lanes[fam])
+    first.set_ylim(ylo, yhi)
+    first.set_ylabel("test accuracy, all families (population)")
+    _skill_legend(fig, axes[0], marks[families[0]], ncol)
+    return fig
+
+
+def _skill_figure(marks: dict, families, ylo: float, yhi: float, ncol: int):
+    """Fig. 3g's figure and outer grid, sized for its panels, zero lanes and legend: ``(fig, outer, lanes, n_lanes,
+    main_in)``."""
     rows_ = -(-sum(1 for ms in marks.values() for m in ms if m["kw"].get("label")) // len(families) // ncol)
     axes_in, top_in, bottom_in = 3.9, 0.95, 0.62 + 0.19 * rows_ + 0.1  # the legend below the axes' labels
     height = axes_in + top_in + bottom_in
@@ -153,47 +170,54 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     outer = fig.add_gridspec(1, len(families), left=left_in / width, right=1 - right_in / width,
                              wspace=0.3 / (main_in + n_lanes * ZERO_LANE_IN), top=1 - top_in / height,
                              bottom=bottom_in / height)
-    first = None
-    axes = []
-    for i, fam in enumerate(families):
-        inner = outer[i].subgridspec(1, 2, width_ratios=[n_lanes * ZERO_LANE_IN, main_in], wspace=0.04)
-        zero = fig.add_subplot(inner[0], sharey=first)
-        first = first or zero
-        ax = fig.add_subplot(inner[1], sharey=zero)
-        axes.append((zero, ax))
-        # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
-        # the points that a linear axis piles near 0
-        ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
-        ax.set_xlim(0, 1.05)
-        ax.set_xticks([0.01, 0.03, 0.1, 0.3, 1.0], ["0.01", "0.03", "0.1", "0.3", "1"])
-        ax.tick_params(labelleft=False)
-        zero.set_xlim(-0.6, n_lanes - 0.4)
-        zero.set_xticks([(n_lanes - 1) / 2], ["0"])
-        zero.set_facecolor("0.95")
-        zero.set_label(f"{fam}: kept none")
-        zero.set_xlabel("none")
-        zero.tick_params(axis="x", length=0)
-        zero.grid(False, axis="x")
-        if i:
-            zero.tick_params(labelleft=False)
-        where = {}
-        lane = iter(lanes[fam])
-        for m in marks[fam]:
-            at = (zero, (next(lane), m["y"])) if m["x"] <= 0 else (ax, (m["x"], m["y"]))
-            at[0].scatter([at[1][0]], [at[1][1]], clip_on=False, **m["kw"])
-            where[m["key"]] = at
-        for m in marks[fam]:
-            if m["key"][1] == "last" and (m["key"][0], "generation 1") in where:
-                _arrow(fig, where[(m["key"][0], "generation 1")], where[m["key"]], m["kw"]["edgecolor"])
-        ax.set_xlabel(f"{fam}: novel-region accuracy")
-        ax.set_title(f"{fam}", fontsize=LEGEND_PT)
-    first.set_ylim(ylo, yhi)
-    first.set_ylabel("test accuracy, all families (population)")
+    return fig, outer, lanes, n_lanes, main_in
+
+
+def _skill_panel(fig, cell, first, n_lanes: int, main_in: float, fam: str, i: int):
+    """One family's pair of Fig. 3g axes in grid cell ``cell``: the grey zero column and the symlog main axis."""
+    inner = cell.subgridspec(1, 2, width_ratios=[n_lanes * ZERO_LANE_IN, main_in], wspace=0.04)
+    zero = fig.add_subplot(inner[0], sharey=first)
+    ax = fig.add_subplot(inner[1], sharey=zero)
+    # most arms keep almost none of a family's novel skill: a symmetric-log axis (linear below 0.01) spreads
+    # the points that a linear axis piles near 0
+    ax.set_xscale("symlog", linthresh=0.01, linscale=0.6)
+    ax.set_xlim(0, 1.05)
+    ax.set_xticks([0.01, 0.03, 0.1, 0.3, 1.0], ["0.01", "0.03", "0.1", "0.3", "1"])
+    ax.tick_params(labelleft=False)
+    zero.set_xlim(-0.6, n_lanes - 0.4)
+    zero.set_xticks([(n_lanes - 1) / 2], ["0"])
+    zero.set_facecolor("0.95")
+    zero.set_label(f"{fam}: kept none")
+    zero.set_xlabel("none")
+    zero.tick_params(axis="x", length=0)
+    zero.grid(False, axis="x")
+    if i:
+        zero.tick_params(labelleft=False)
+    ax.set_xlabel(f"{fam}: novel-region accuracy")
+    ax.set_title(f"{fam}", fontsize=LEGEND_PT)
+    return zero, ax
+
+
+def _skill_marks(fig, zero, ax, marks: list[dict], lanes) -> None:
+    """Draws one family's Fig. 3g markers (those at 0 in their zero-column lanes) and each design's arrow."""
+    where = {}
+    lane = iter(lanes)
+    for m in marks:
+        at = (zero, (next(lane), m["y"])) if m["x"] <= 0 else (ax, (m["x"], m["y"]))
+        at[0].scatter([at[1][0]], [at[1][1]], clip_on=False, **m["kw"])
+        where[m["key"]] = at
+    for m in marks:
+        if m["key"][1] == "last" and (m["key"][0], "generation 1") in where:
+            _arrow(fig, where[(m["key"][0], "generation 1")], where[m["key"]], m["kw"]["edgecolor"])
+
+
+def _skill_legend(fig, first_axes, first_marks: list[dict], ncol: int) -> None:
+    """Draws Fig. 3g's legend below the panels, in the first family's marker order, and its title."""
     seen: dict[str, object] = {}
-    for a in axes[0]:
+    for a in first_axes:
         for h, lab in zip(*a.get_legend_handles_labels()):
             seen.setdefault(lab, h)
-    order = [m["kw"]["label"] for m in marks[families[0]] if m["kw"].get("label")]
+    order = [m["kw"]["label"] for m in first_marks if m["kw"].get("label")]
     labels = [lab for lab in order if lab in seen]
     # below the panels, in columns: beside them it made the figure so wide that the README's width shrank it to ~8 px
     fig.legend([seen[lab] for lab in labels], labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
@@ -201,7 +225,6 @@ def draw_skill_vs_accuracy(rows: pd.DataFrame, families):
     fig.suptitle("Skill kept and accuracy: open = generation 1, filled = last generation (means over seeds);\n"
                  "x on a symmetric-log scale, linear below 0.01; black, hollow: the baselines (one model each);\n"
                  "grey, left of each panel: the points at exactly 0 (none kept), side by side", fontsize=LEGEND_PT)
-    return fig
 
 
 def _marks(pts: pd.DataFrame, arms, baselines, founders: pd.DataFrame, base: pd.DataFrame, fam: str) -> list[dict]:
