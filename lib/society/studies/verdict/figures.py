@@ -262,27 +262,54 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str, zoom: floa
     d = d[~d["arm"].map(is_baseline)]
     arms = trajectory_arms(d)
     near = _near_reference(d, arms, zoom) if zoom is not None else []
-    if len(near) in (0, len(arms)):  # nothing to zoom on, or every arm close: the first panel shows them apart
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
-        az = None
-    else:
-        fig = plt.figure(figsize=(9.6, 6.6))
-        grid = fig.add_gridspec(2, 2, width_ratios=[1.0, 1.3], height_ratios=[1.0, 1.15])
-        a1 = fig.add_subplot(grid[0, 0])
-        a2 = fig.add_subplot(grid[:, 1])
-        az = fig.add_subplot(grid[1, 0], sharex=a1)
+    fig, a1, a2, az = _paired_axes(len(near) in (0, len(arms)))
     _curves(a1, d, arms, ylabel)
     if az is not None:
         _curves(az, d[d["arm"].isin(near)], near, ylabel)
+    merged = _draw_fewer_seed_references(a1, az, d, arms, near)
+    _base_line(a1, df, metric)
+    pt = text_pt or 7
+    _title_trajectories(a1, d, arms, merged, pt)
+    if az is not None:
+        _title_zoom(a1, az, len(near), zoom, pt)
+    h, lab = _in_order(a1, arms)
+    rows_ = -(-len(lab) // 5)  # below both panels, 8.5 pt: the README shows Fig. 3a at its column's width
+    fig.legend(h, lab, fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
+    _draw_last_generation_differences(a2, df, metric, ylabel, text_pt)
+    fig.set_figheight(fig.get_figheight() + 0.3 * rows_)
+    fig.tight_layout(rect=(0, (0.3 * rows_ + 0.15) / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def _paired_axes(flat: bool):
+    """The figure and its axes (trajectories, differences, zoom or None); ``flat``: no zoom panel below."""
+    if flat:  # nothing to zoom on, or every arm close: the first panel shows them apart
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 4.4), gridspec_kw={"width_ratios": [1.0, 1.3]})
+        return fig, a1, a2, None
+    fig = plt.figure(figsize=(9.6, 6.6))
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.0, 1.3], height_ratios=[1.0, 1.15])
+    a1 = fig.add_subplot(grid[0, 0])
+    a2 = fig.add_subplot(grid[:, 1])
+    az = fig.add_subplot(grid[1, 0], sharex=a1)
+    return fig, a1, a2, az
+
+
+def _fewer_seed_groups(d: pd.DataFrame, arms) -> dict[tuple[str, frozenset], list[str]]:
+    """The arms run on fewer seeds than their reference, grouped by (reference, seeds)."""
     seeds_of = d.groupby("arm")["seed"].apply(set)
     fewer: dict[tuple[str, frozenset], list[str]] = {}
-    merged = None  # how far apart full and its rerun lie, where drawn as one line
-    for a in arms:  # the arms run on fewer seeds than their reference, grouped by (reference, seeds)
+    for a in arms:
         ref = arm_reference(a, arms)
         if ref is None or ref not in seeds_of or seeds_of[a] >= seeds_of[ref]:
             continue
         fewer.setdefault((ref, frozenset(seeds_of[a])), []).append(a)
-    for (ref, seeds), who in fewer.items():  # the reference drawn again, once, on those seeds
+    return fewer
+
+
+def _draw_fewer_seed_references(a1, az, d: pd.DataFrame, arms, near) -> float | None:
+    """Draws each reference again (dotted) on the seeds of its arms run on fewer; returns full's merged gap."""
+    merged = None  # how far apart full and its rerun lie, where drawn as one line
+    for (ref, seeds), who in _fewer_seed_groups(d, arms).items():  # the reference drawn again, once, on those seeds
         r = d[(d["arm"] == ref) & d["seed"].isin(seeds)].groupby("generation")["value"].mean()
         mine = d[d["arm"] == BESIDE].groupby("generation")["value"].mean()
         gap = float(np.nanmax(np.abs(mine.reindex(r.index).to_numpy(float) - r.to_numpy(float)))) if len(r) else np.inf
@@ -293,23 +320,31 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str, zoom: floa
             ax.plot(r.index, r.to_numpy(), color=arm_style(ref)["color"], lw=1.0 if ax is a1 else 1.4, ls=":",
                     zorder=2 if ax is a1 else 5, label=f"{ref}, {_seeds_text(seeds)}\n(the seeds of {_wrap_names(who)})"
                     if ax is a1 else None)
-    _base_line(a1, df, metric)
-    pt = text_pt or 7
+    return merged
+
+
+def _title_trajectories(a1, d: pd.DataFrame, arms, merged, pt: float) -> None:
+    """Titles the left panel (a): the seeds it averages and what its dotted lines and the rerun show."""
     a1.set_title(f"(a) mean over seeds, {_n_seeds(d)}; no band ((b): the intervals)"
                  + ("\ndotted: full on the seeds of the arms run on fewer" if a1.get_lines() and any(
                      ln.get_linestyle() == ":" for ln in a1.get_lines()) else "")
                  + (f"\n{BESIDE}: full rerun on the breeding arms' seeds" if BESIDE in arms else "")
                  + (f"\n(the same curve as full on them, within {SAME_CURVE:g}: drawn once)" if merged else ""),
                  fontsize=pt, loc="left", pad=16 * pt / 7)
-    if az is not None:
-        lo, hi = az.get_ylim()
-        a1.axhspan(lo, hi, color="0.9", zorder=0, lw=0)
-        az.set_title(f"(a) zoomed (grey above): the {len(near)} arms within {zoom:g} of full\nat the last generation, "
-                     f"their y axis from {lo:.2f}", fontsize=pt, loc="left")
-        a1.set_xlabel("")
-    h, lab = _in_order(a1, arms)
-    rows_ = -(-len(lab) // 5)  # below both panels, 8.5 pt: the README shows Fig. 3a at its column's width
-    fig.legend(h, lab, fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
+
+
+def _title_zoom(a1, az, n_near: int, zoom: float, pt: float) -> None:
+    """Shades the zoomed range on panel (a) and titles the zoom panel below it."""
+    lo, hi = az.get_ylim()
+    a1.axhspan(lo, hi, color="0.9", zorder=0, lw=0)
+    az.set_title(f"(a) zoomed (grey above): the {n_near} arms within {zoom:g} of full\nat the last generation, "
+                 f"their y axis from {lo:.2f}", fontsize=pt, loc="left")
+    a1.set_xlabel("")
+
+
+def _draw_last_generation_differences(a2, df: pd.DataFrame, metric: str, ylabel: str, text_pt) -> None:
+    """Draws panel (b): each arm minus its reference at the last generation, paired by seed."""
+    pt = text_pt or 7
     last = last_generation_table(df, metric)
     last = last[~last["arm"].map(is_baseline)]
     pts, summ = paired_vs_reference(last)
@@ -329,9 +364,6 @@ def draw_metric_paired(df: pd.DataFrame, metric: str, *, ylabel: str, zoom: floa
     else:
         a2.text(0.5, 0.5, "no reference arm 'full' in the data", ha="center", va="center", transform=a2.transAxes)
         a2.set_axis_off()
-    fig.set_figheight(fig.get_figheight() + 0.3 * rows_)
-    fig.tight_layout(rect=(0, (0.3 * rows_ + 0.15) / fig.get_figheight(), 1, 1))
-    return fig
 
 
 def _near_reference(d: pd.DataFrame, arms, within: float) -> list[str]:
