@@ -193,76 +193,100 @@ def place_labels(ax, items, fontsize: float = 8, *, avoid_markers: bool = True) 
     names placed on this figure before it. Where no side is free it goes further off (:data:`LEADER_PT`, in any of 24 directions) to the
     nearest free place, joined to its marker by a thin leader line; where none is free either, to the place that
     breaks the fewest of those rules. Call it after the figure's layout is set (boxes are measured where drawn)."""
-    from matplotlib.transforms import Bbox
+    ctx = _label_context(ax, avoid_markers)
+    for x, y, text, colour in sorted(items, key=lambda item: _label_crowd(ctx, item)):
+        _place_label(ctx, x, y, text, colour, fontsize)
+
+
+def _label_context(ax, avoid_markers: bool):
+    """The state :func:`place_labels` measures once per call: renderer, axes frame, boxes and leaders placed on the
+    figure before, points per display unit, marker discs, drawn line segments and whether upright bars are drawn."""
+    from types import SimpleNamespace
 
     renderer = ax.figure.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    boxes = _PLACED.setdefault(ax.figure, [])
-    leaders = _LEADERS.setdefault(ax.figure, [])
-    pt = ax.figure.dpi / 72
     discs = _marker_discs(ax) if avoid_markers else []
     drawn = [seg for line in ax.get_lines() for seg in _segments(line)]  # the lines a name had better not cross
     bars = any(abs(a[0] - b[0]) < 0.5 and abs(a[1] - b[1]) > 0.5 for a, b in drawn)  # upright interval bars drawn
+    return SimpleNamespace(ax=ax, renderer=renderer, frame=ax.get_window_extent(renderer),
+                           boxes=_PLACED.setdefault(ax.figure, []), leaders=_LEADERS.setdefault(ax.figure, []),
+                           pt=ax.figure.dpi / 72, discs=discs, drawn=drawn, bars=bars)
 
-    def crowd_of(item):  # the markers within 30 pt of it: the most crowded point is named first, while room is left
-        cx, cy = ax.transData.transform(item[:2])
-        return -sum(np.hypot(mx - cx, my - cy) < 30 * pt for mx, my, _ in discs)
-    for x, y, text, colour in sorted(items, key=crowd_of):
-        px, py = ax.transData.transform((x, y))
-        own = max((r for mx, my, r in discs if abs(mx - px) <= 1.5 and abs(my - py) <= 1.5), default=0.0)
-        others = [(mx, my, r) for mx, my, r in discs if abs(mx - px) > 1.5 or abs(my - py) > 1.5]
-        probe = ax.annotate(text, (x, y), fontsize=fontsize)
-        w, h = probe.get_window_extent(renderer).width, probe.get_window_extent(renderer).height
-        probe.remove()
 
-        def box_at(ox, oy, ha, va):
-            x0 = px + ox - {"left": 0, "center": w / 2, "right": w}[ha]
-            y0 = py + oy - {"bottom": 0, "center": h / 2, "top": h}[va]
-            return Bbox.from_extents(x0, y0, x0 + w, y0 + h)
+def _label_crowd(ctx, item) -> int:
+    """Minus the markers within 30 pt of ``item``: the most crowded point is named first, while room is left."""
+    cx, cy = ctx.ax.transData.transform(item[:2])
+    return -sum(np.hypot(mx - cx, my - cy) < 30 * ctx.pt for mx, my, _ in ctx.discs)
 
-        def cost(b, far):
-            """(outside the axes, rules the name's box breaks, rules its leader line breaks, lines its box crosses
-            (a leader counts as one), area of names overlapped)."""
-            inside = frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
-            grown = _grow(b, LABEL_SPACE_PT * pt)
-            crowd = sum(_overlap(grown, o) for o in boxes)
-            box = sum(_box_gap(b, mx, my) - r < LABEL_CLEAR_PT * pt for mx, my, r in others) + (crowd > 0)
-            box += sum(_crosses(seg, grown) for seg in leaders)  # over a leader drawn before
-            line, crossed = 0, sum(_crosses(seg, b) for seg in drawn)
-            if far:  # a leader's name clears its own marker; its line crosses no name, marker or leader drawn before
-                seg = _leader(b, px, py, own + pt)
-                box += _box_gap(b, px, py) - own < LABEL_CLEAR_PT * pt
-                line = (sum(_crosses(seg, _grow(o, LABEL_SPACE_PT * pt)) for o in boxes)
-                        + sum(_near_segment(seg, mx, my) < r + pt for mx, my, r in others)
-                        + sum(_segments_cross(seg, other) for other in leaders))
-                crossed += 1 + sum(_segments_cross(seg, other) for other in drawn)
-            return (not inside, box, line, crossed, crowd)
 
-        tried = []
-        for dx, dy, ha, va in LABEL_SIDES:
-            d = own + LABEL_GAP_PT * pt
-            ox, oy = dx * d, dy * d
-            b = box_at(ox, oy, ha, va)
-            tried.append((cost(b, False), 0, (ox, oy, ha, va), b))
-            if tried[-1][0] == (False, 0, 0, 0, 0):
-                break
-        else:
-            for dist in LEADER_PT:
-                for k in (k for k in range(24) if not (bars and k % 12 in (5, 6, 7))):  # upright, it reads as a bar
-                    a = np.pi * k / 12
-                    ox, oy = np.cos(a) * dist * pt, np.sin(a) * dist * pt
-                    ha = "left" if ox > 1 else "right" if ox < -1 else "center"
-                    va = "bottom" if oy > 1 else "top" if oy < -1 else "center"
-                    b = box_at(ox, oy, ha, va)
-                    tried.append((cost(b, True), dist, (ox, oy, ha, va), b))
-        (c, dist, (ox, oy, ha, va), b) = min(tried, key=lambda t: (t[0], t[1]))
-        leader = {"arrowprops": {"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.8, "shrinkA": 0,
-                                 "shrinkB": own / pt + 0.5}} if dist else {}
-        ax.annotate(text, (x, y), xytext=(ox / pt, oy / pt), textcoords="offset points", fontsize=fontsize,
-                    color=colour, ha=ha, va=va, **leader)
-        boxes.append(b)
-        if dist:
-            leaders.append(_leader(b, px, py, own))
+def _label_box(px: float, py: float, w: float, h: float, ox: float, oy: float, ha: str, va: str):
+    """The display box of a ``w`` x ``h`` name offset ``(ox, oy)`` from ``(px, py)`` with alignment ``ha``/``va``."""
+    from matplotlib.transforms import Bbox
+
+    x0 = px + ox - {"left": 0, "center": w / 2, "right": w}[ha]
+    y0 = py + oy - {"bottom": 0, "center": h / 2, "top": h}[va]
+    return Bbox.from_extents(x0, y0, x0 + w, y0 + h)
+
+
+def _label_cost(ctx, b, far: bool, px: float, py: float, own: float, others) -> tuple:
+    """(outside the axes, rules the name's box breaks, rules its leader line breaks, lines its box crosses
+    (a leader counts as one), area of names overlapped)."""
+    frame, pt, boxes, leaders = ctx.frame, ctx.pt, ctx.boxes, ctx.leaders
+    inside = frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
+    grown = _grow(b, LABEL_SPACE_PT * pt)
+    crowd = sum(_overlap(grown, o) for o in boxes)
+    box = sum(_box_gap(b, mx, my) - r < LABEL_CLEAR_PT * pt for mx, my, r in others) + (crowd > 0)
+    box += sum(_crosses(seg, grown) for seg in leaders)  # over a leader drawn before
+    line, crossed = 0, sum(_crosses(seg, b) for seg in ctx.drawn)
+    if far:  # a leader's name clears its own marker; its line crosses no name, marker or leader drawn before
+        seg = _leader(b, px, py, own + pt)
+        box += _box_gap(b, px, py) - own < LABEL_CLEAR_PT * pt
+        line = (sum(_crosses(seg, _grow(o, LABEL_SPACE_PT * pt)) for o in boxes)
+                + sum(_near_segment(seg, mx, my) < r + pt for mx, my, r in others)
+                + sum(_segments_cross(seg, other) for other in leaders))
+        crossed += 1 + sum(_segments_cross(seg, other) for other in ctx.drawn)
+    return (not inside, box, line, crossed, crowd)
+
+
+def _label_tries(ctx, px: float, py: float, own: float, others, w: float, h: float) -> list:
+    """The places tried for one name, ``(cost, leader distance, (ox, oy, ha, va), box)`` each: the sides beside its
+    marker up to the first free one, and where none is free, every leader place of :data:`LEADER_PT`."""
+    pt, tried = ctx.pt, []
+    for dx, dy, ha, va in LABEL_SIDES:
+        d = own + LABEL_GAP_PT * pt
+        ox, oy = dx * d, dy * d
+        b = _label_box(px, py, w, h, ox, oy, ha, va)
+        tried.append((_label_cost(ctx, b, False, px, py, own, others), 0, (ox, oy, ha, va), b))
+        if tried[-1][0] == (False, 0, 0, 0, 0):
+            return tried
+    for dist in LEADER_PT:
+        for k in (k for k in range(24) if not (ctx.bars and k % 12 in (5, 6, 7))):  # upright, it reads as a bar
+            a = np.pi * k / 12
+            ox, oy = np.cos(a) * dist * pt, np.sin(a) * dist * pt
+            ha = "left" if ox > 1 else "right" if ox < -1 else "center"
+            va = "bottom" if oy > 1 else "top" if oy < -1 else "center"
+            b = _label_box(px, py, w, h, ox, oy, ha, va)
+            tried.append((_label_cost(ctx, b, True, px, py, own, others), dist, (ox, oy, ha, va), b))
+    return tried
+
+
+def _place_label(ctx, x: float, y: float, text: str, colour, fontsize: float) -> None:
+    """Draws one name at the cheapest place :func:`_label_tries` finds, with a leader line where it is far off."""
+    ax, pt, discs = ctx.ax, ctx.pt, ctx.discs
+    px, py = ax.transData.transform((x, y))
+    own = max((r for mx, my, r in discs if abs(mx - px) <= 1.5 and abs(my - py) <= 1.5), default=0.0)
+    others = [(mx, my, r) for mx, my, r in discs if abs(mx - px) > 1.5 or abs(my - py) > 1.5]
+    probe = ax.annotate(text, (x, y), fontsize=fontsize)
+    w, h = probe.get_window_extent(ctx.renderer).width, probe.get_window_extent(ctx.renderer).height
+    probe.remove()
+    tried = _label_tries(ctx, px, py, own, others, w, h)
+    (c, dist, (ox, oy, ha, va), b) = min(tried, key=lambda t: (t[0], t[1]))
+    leader = {"arrowprops": {"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.8, "shrinkA": 0,
+                             "shrinkB": own / pt + 0.5}} if dist else {}
+    ax.annotate(text, (x, y), xytext=(ox / pt, oy / pt), textcoords="offset points", fontsize=fontsize,
+                color=colour, ha=ha, va=va, **leader)
+    ctx.boxes.append(b)
+    if dist:
+        ctx.leaders.append(_leader(b, px, py, own))
 
 
 def _leader(b, x: float, y: float, shrink: float) -> tuple[tuple[float, float], tuple[float, float]]:
