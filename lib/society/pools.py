@@ -47,7 +47,7 @@ from lib.core.errors import cli_main
 from lib.core.tasks import FAMILIES, Task, in_form, iter_tasks, region
 from lib.engines.models import TINY_STEPS
 from lib.operators.ops import founder_family
-from lib.society.arms import is_baseline
+from lib.society.arms import CLIMB_ARMS, is_baseline
 from lib.society.config import SocietyConfig, load_file, validate_config
 
 PARTS = {"pretrain": (0.0, 0.50), "founders": (0.50, 0.70), "children": (0.70, 0.85),
@@ -264,8 +264,10 @@ def audit(cfg, seed: int, *, pretraining: bool = True) -> dict[str, list[str]]:
 
 
 def inheritance_sizes(cfg: SocietyConfig) -> set[int]:
-    """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it)."""
-    return {cfg.n_inherit} | {cfg.resolve_arm(a).n_inherit for a in cfg.arms if not is_baseline(a)}
+    """The inheritance-pool sizes the arms of ``cfg`` use (a budget modifier changes it; a climb arm breeds no
+    children from the inheritance pool: its generalists read ``n_inherit`` of generation 0)."""
+    return {cfg.n_inherit} | {cfg.resolve_arm(a).n_inherit for a in cfg.arms
+                              if not is_baseline(a) and a not in CLIMB_ARMS}
 
 
 def pool_part(name: str) -> str:
