@@ -330,18 +330,27 @@ def said_verdicts(d) -> tuple[object, list[str] | None, str]:
     return t, said, ""
 
 
-def climb_said(scale: str) -> str:
-    """The climb's four verdicts in words (:data:`SAID`), each with its Δ, interval and Holm p, and the data they
-    come from."""
+def _said_parts(scale: str):
+    """``(d, where, t, said, arms)`` of the climb's words (:func:`said_data`, :func:`said_verdicts`, the arm table
+    indexed by arm), or the one sentence to print where there is no data or no verdict yet."""
     d, where = said_data(scale)
     if d is None:
         return "no data yet"
     t, said, why = said_verdicts(d)
     if said is None:
         return f"{why} (data: {where})"
+    return d, where, t, said, climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+
+
+def climb_said(scale: str) -> str:
+    """The climb's four verdicts in words (:data:`SAID`), each with its Δ, interval and Holm p, and the data they
+    come from."""
+    parts = _said_parts(scale)
+    if isinstance(parts, str):
+        return parts
+    d, where, t, said, arms = parts
     lines = [SAID[k][v].format(d=f"{r.comparison} {signed(r['diff'])} {ci(r.lo, r.hi)}, Holm p {p_text(r.p_holm)}",
                                lo=fmt(max(-r.lo, 0)), hi=fmt(max(r.hi, 0))) for (k, r), v in zip(t.iterrows(), said)]
-    arms = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
     return (f"{int(t['n'].min())} seeds, Holm over four: the grounded population climbs from "
             f"{fmt(arms.loc[CLIMB, 'start'])} (its generalists) to {fmt(arms.loc[CLIMB, 'rung'])} on rung "
             f"{d['cfg'].rung}; " + "; ".join(lines[k] for k in (2, 3, 0, 1)) + f" (data: {where})")
@@ -350,13 +359,10 @@ def climb_said(scale: str) -> str:
 def climb_front(scale: str) -> str:
     """The climb's answer in one sentence (the README's first screen): where the population climbs to, against the
     vote, the hints and one learner, one number each."""
-    d, where = said_data(scale)
-    if d is None:
-        return "no data yet"
-    t, said, why = said_verdicts(d)
-    if said is None:
-        return f"{why} (data: {where})"
-    arms = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+    parts = _said_parts(scale)
+    if isinstance(parts, str):
+        return parts
+    d, where, t, said, arms = parts
     word = {"win": "beats", "tie": "is not distinguishable from", "loss": "loses to"}
     one = {"win": "climbs further than one learner given its samples and steps",
            "tie": "is not distinguishable from one learner given its samples and steps",
