@@ -45,8 +45,9 @@ def test_a_folder_without_one_config_is_an_index_of_folders_that_each_have_one(i
 def test_every_society_config_is_an_overlay_of_the_base():
     files = sorted(p for p in CONFIGS.glob("society*/*.yaml") if p.stem != "base")
     assert {p.parent.name for p in files} == {"society", "society_climb", "society_climb_fair", "society_crossover",
-                                              "society_lexicase", "society_lineage", "society_paper",
-                                              "society_recombination", "society_study"}
+                                              "society_fair", "society_lexicase", "society_lineage", "society_paper",
+                                              "society_recombination", "society_recombination_fair",
+                                              "society_study", "society_study_fair"}
     for p in files:
         raw = yaml.safe_load(p.read_text())
         assert "extends" in raw, p
