@@ -43,6 +43,9 @@ MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE = ("society", "society_
                                                            "society_lexicase", "society_crossover", "society_lineage")
 CLIMB = "society_climb"  # the climb's folder (its own runner and reader: lib.society.climb, lib.society.studies.climb)
 STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE, CLIMB)
+# Each re-run folder of issue 53: a study's registered comparisons re-decided with the seat-fair operators, the same
+# keys and seeds in a folder of its own (configs/<folder>/); the folders not named here were not re-run
+FAIR = {MAIN: MAIN + "_fair", RECOMBINATION: RECOMBINATION + "_fair", STUDY: STUDY + "_fair", CLIMB: CLIMB + "_fair"}
 OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
 COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
            "score"]
@@ -301,6 +304,35 @@ def files_of(scale: str, study: str = MAIN, *beside: str) -> dict:
     return {"files": [str(f) for f in shards],
             "progress": [str(progress_path(f)) for f in shards if progress_path(f).is_file()],
             "configs": [str(config_path(fo.study, scale)) for fo in folders if fo.shards]}
+
+
+def shard_paths(folder, runs) -> pd.DataFrame:
+    """Per ``(arm, seed)`` of ``runs`` (a frame with those columns) in ``folder``: the float path its progress file
+    records, in short (vendor, torch's CPU capability, BLAS: ``"?"`` where none is recorded)."""
+    out = []
+    for arm, seed in runs[["arm", "seed"]].drop_duplicates().itertuples(index=False):
+        fp = (read_progress(shard_path(folder, arm, int(seed))) or {}).get("float_path") or {}
+        key = "/".join(str(fp.get(k, "?")) for k in ("vendor", "torch_cpu_capability", "blas"))
+        out.append({"arm": arm, "seed": int(seed), "float_path": key})
+    return pd.DataFrame(out, columns=["arm", "seed", "float_path"])
+
+
+def mixed_seeds(folder, runs) -> list[int]:
+    """The seeds of ``runs`` in ``folder`` whose arms ran on more than one float path (:func:`shard_paths`): a paired
+    comparison pairs runs of one float path, so the studies drop them (each must be re-run whole on one machine)."""
+    paths = shard_paths(folder, runs)
+    return sorted(int(s) for s, g in paths.groupby("seed") if g["float_path"].nunique() > 1)
+
+
+def fair_rows(scale: str, study: str) -> tuple[pd.DataFrame | None, list[int]]:
+    """The finished rows of ``study``'s seat-fair re-run (:data:`FAIR`) at ``scale`` and the seeds dropped from them
+    because their arms ran on two float paths (:func:`mixed_seeds`); ``(None, [])`` without a finished run."""
+    rows = society_rows(scale, FAIR[study], finished=True, required=False)
+    if rows is None:
+        return None, []
+    mixed = mixed_seeds(data_dir(scale, FAIR[study]), rows)
+    rows = rows[~rows["seed"].isin(mixed)]
+    return (rows if len(rows) else None), mixed
 
 
 def manifest_of(study: str, scale: str) -> dict:

@@ -122,14 +122,19 @@ def seat_table(rows: pd.DataFrame, when: str) -> list[str]:
 
 HEADER = ["data", "arm", "runs", "conformity by seat (0, 1, …)", "share selected by seat", "runs with a twin",
           "seat 0 − twin: conformity [95 % CI], p", "seat 0 − twin: selected", "seat 0 − twin: val"]
-AFTER = {data.CLIMB: climb.FAIR}  # a folder and its seat-fair re-run
-
-
 def _rows(study: str, scale: str) -> pd.DataFrame | None:
     if study in (data.CLIMB, climb.FAIR):
         d = climb.load_data(scale, study)
         return None if d is None or d["experiment"] != study else d["rows"]
     return data.society_rows(scale, study, finished=True, required=False)
+
+
+def _after(study: str, scale: str) -> pd.DataFrame | None:
+    """The rows of ``study``'s seat-fair re-run (:data:`lib.society.data.FAIR`), seeds of one float path; ``None``
+    where it has none."""
+    if study not in data.FAIR:
+        return None
+    return _rows(climb.FAIR, scale) if study == data.CLIMB else data.fair_rows(scale, study)[0]
 
 
 def seats(study: str) -> Callable[[str], str]:
@@ -139,7 +144,7 @@ def seats(study: str) -> Callable[[str], str]:
         before = _rows(study, scale)
         if before is not None:
             lines += seat_table(before, "before (seat-biased consensus)")
-        after = _rows(AFTER[study], scale) if study in AFTER else None
+        after = _after(study, scale)
         if after is not None:
             lines += seat_table(after, "after (seat-fair)")
         return markdown(HEADER, lines) if lines else NO_DATA

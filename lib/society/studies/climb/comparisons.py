@@ -27,13 +27,13 @@ from lib.society.arms import (CLIMB as CLIMB_ARM, CLIMB_ENSEMBLE, CLIMB_POPULATI
                               CLIMB_WHY, order)
 from lib.society.climb.config import config_of
 from lib.society.climb.run import load_rows
-from lib.society.data import CLIMB, folder_states
+from lib.society.data import CLIMB, FAIR as FAIR_OF, folder_states, mixed_seeds
 from lib.society.rows import COLUMNS
 from lib.society.studies.frames import tied_pick
 from lib.society.studies.study.comparisons import paired, with_holm
 
 
-FAIR = CLIMB + "_fair"  # the seat-fair re-run (configs/society_climb_fair/, issue 53)
+FAIR = FAIR_OF[CLIMB]  # the seat-fair re-run (configs/society_climb_fair/, issue 53)
 
 
 def load_data(scale: str, experiment: str = FAIR) -> dict | None:
@@ -73,24 +73,12 @@ def _load(scale: str, experiment: str, _states: tuple) -> dict | None:
     rows = rows[last == cfg.rounds]
     if rows.empty:
         return None
-    paths = shard_paths(data_dir(scale, experiment), rows)
-    mixed = sorted(int(s) for s, g in paths.groupby("seed") if g["float_path"].nunique() > 1)
+    mixed = mixed_seeds(data_dir(scale, experiment), rows)
     rows = rows[~rows["seed"].isin(mixed)]  # a paired comparison pairs runs of one float path
     if rows.empty:
         return None
     return {"rows": rows, "cfg": cfg, "work": shard_work(cfg, data_dir(scale, experiment), rows),
             "experiment": experiment, "mixed_seeds": mixed}
-
-
-def shard_paths(folder, rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (arm, seed) of ``rows``: the float path its progress file records (vendor, torch's CPU capability, BLAS;
-    ``"?"`` where none is recorded)."""
-    out = []
-    for arm, seed in rows[["arm", "seed"]].drop_duplicates().itertuples(index=False):
-        fp = (read_progress(shard_path(folder, arm, int(seed))) or {}).get("float_path") or {}
-        key = "/".join(str(fp.get(k, "?")) for k in ("vendor", "torch_cpu_capability", "blas"))
-        out.append({"arm": arm, "seed": int(seed), "float_path": key})
-    return pd.DataFrame(out, columns=["arm", "seed", "float_path"])
 
 
 def pilot_folders(scale: str) -> list:

@@ -330,13 +330,20 @@ def ablation(scale: str) -> pd.DataFrame:
     its folder, ``n`` seeds, the population's test accuracy at the last generation (``accuracy, acc_lo, acc_hi``),
     the arm − the ``full`` run of its own folder paired by seed (``mean, lo, hi``, sign-flip; ``p``) and − the bare
     base (``base_mean, base_lo, base_hi, base_p``; NaN where the folder lacks it) (:func:`method_summary`)."""
-    main = _methods(scale)
-    out = [{**main.loc[REFERENCE].to_dict(), "arm": REFERENCE, "folder": MAIN}]
+    breeding = _breeding_rows(scale)
+    return ablation_of(_methods(scale),
+                       None if breeding is None else method_summary(breeding, _families(scale)).set_index("method"))
+
+
+def ablation_of(main: pd.DataFrame, breeding: pd.DataFrame | None,
+                folders: tuple[str, str] = (MAIN, RECOMBINATION)) -> pd.DataFrame:
+    """:func:`ablation` from the :func:`method_summary` tables (indexed by method) of the first verdict's folder
+    (``main``) and of the recombination folder (``breeding``; ``None`` without it), named ``folders``."""
+    out = [{**main.loc[REFERENCE].to_dict(), "arm": REFERENCE, "folder": folders[0]}]
     for arm, folder in ABLATION:
-        t = main if folder == MAIN else (method_summary(_breeding_rows(scale), _families(scale)).set_index("method")
-                                         if _breeding_rows(scale) is not None else None)
+        t, name = (main, folders[0]) if folder == MAIN else (breeding, folders[1])
         if t is not None and arm in t.index:
-            out.append({**t.loc[arm].to_dict(), "arm": arm, "folder": folder})
+            out.append({**t.loc[arm].to_dict(), "arm": arm, "folder": name})
     return pd.DataFrame(out).reset_index(drop=True)
 
 

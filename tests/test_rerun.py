@@ -1,0 +1,89 @@
+"""The seat-fair re-runs (issue 53 §3): a seed whose arms ran on two float paths is dropped, and the before/after
+tables decide a verdict only once every registered seed is in, and say when it moved."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.core.rows import progress_path, shard_path
+from lib.society.data import FAIR, MAIN, STUDY, config_of, fair_rows, mixed_seeds, society_rows
+from lib.society.studies import rerun, seats
+from lib.society.studies.study.comparisons import PRIMARY, primary_table
+
+AMD = {"vendor": "AMD EPYC", "torch_cpu_capability": "AVX512", "blas": "mkl"}
+INTEL = {"vendor": "Intel(R) Xeon(R) Processor", "torch_cpu_capability": "AVX512", "blas": "mkl"}
+
+
+def _progress(folder, arm, seed, fp):
+    p = progress_path(shard_path(folder, arm, seed))
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"last_done": 7, "float_path": fp}))
+
+
+def test_a_seed_whose_arms_ran_on_two_float_paths_is_mixed(tmp_path):
+    for arm in ("full", "no_grounding"):
+        _progress(tmp_path, arm, 0, AMD)
+        _progress(tmp_path, arm, 1, INTEL)
+    _progress(tmp_path, "full", 2, AMD)
+    _progress(tmp_path, "no_grounding", 2, INTEL)  # one seed, two machines
+    runs = pd.DataFrame([(a, s) for a in ("full", "no_grounding") for s in (0, 1, 2)], columns=["arm", "seed"])
+    assert mixed_seeds(tmp_path, runs) == [2]  # seeds from two machines may share a folder; a seed may not
+    _progress(tmp_path, "no_grounding", 2, AMD)
+    assert mixed_seeds(tmp_path, runs) == []
+
+
+def _line(comparison, n, diff, p, planned=16, lo=None, hi=None):
+    lo = diff - 0.01 if lo is None else lo
+    hi = diff + 0.01 if hi is None else hi
+    return {"comparison": comparison, "other": "b", "correction": "raw", "planned": planned, "n": n, "diff": diff,
+            "lo": lo, "hi": hi, "p": p}
+
+
+def test_a_verdict_is_decided_only_with_every_registered_seed_and_a_change_is_named():
+    before = pd.DataFrame([_line("`a` − `b`", 16, 0.05, 0.001), _line("`c` − `b`", 16, 0.0, 0.8)])
+    interim = pd.DataFrame([_line("`a` − `b`", 9, 0.01, 0.3), _line("`c` − `b`", 9, 0.0, 0.9)])
+    text = rerun.side_by_side(before, interim)
+    assert "none yet (9 of 16 seeds)" in text and "yes:" not in text
+    assert rerun.standing(before, interim, [], "x") == "`x/` has 9 of 16 seeds, no verdict re-decided yet"
+    after = pd.DataFrame([_line("`a` − `b`", 16, 0.01, 0.3), _line("`c` − `b`", 16, 0.0, 0.7)])
+    text = rerun.side_by_side(before, after)
+    assert "yes: win → tie" in text and "| no |" in text
+    assert rerun.standing(before, after, [], "x") == "`x/` has 16 of 16 seeds; verdicts moved: `a` − `b` (win → tie)"
+    assert "no verdict moved" in rerun.standing(before, before, [], "x")
+    assert "seeds 3 ran on two float paths" in rerun.standing(before, interim, [3], "x")
+    assert "no run yet" in rerun.side_by_side(before, None)
+    assert rerun.standing(before, None, [], "x") == "`x/` not started"
+
+
+def test_the_best_merge_is_named_per_side_and_matched_by_its_label():
+    b = _line("`full` − the best one-shot merge", 16, -0.1, 0.001)
+    a = {**b, "other": "baseline_ties"}
+    text = rerun.side_by_side(pd.DataFrame([{**b, "other": "baseline_lorahub"}]), pd.DataFrame([a]))
+    assert "(b: `baseline_lorahub`)" in text and "(b: `baseline_ties`)" in text and "| no |" in text
+
+
+def test_the_grounding_effects_after_p_is_bonferronis_over_the_six():
+    rows = society_rows("smoke", STUDY, finished=True)
+    cfg = config_of(FAIR[STUDY], "smoke")
+    g = primary_table(rows).set_index("comparison").loc[rerun.GROUNDING]
+    after, before = rerun.study_lines(rows, cfg, fair=True), rerun.study_lines(rows, cfg, fair=False)
+    assert after.iloc[0]["p"] == pytest.approx(min(1.0, len(PRIMARY) * g.p))
+    assert before.iloc[0]["p"] == pytest.approx(g.p_holm)
+    assert after.iloc[0]["correction"] == "Bonferroni over 6"
+    assert set(after["comparison"][1:]) <= {f"`{a}` − `{b}`" for a, b, _ in rerun.SECONDARY}
+
+
+@pytest.mark.parametrize("study", [MAIN, STUDY])
+def test_each_re_run_at_smoke_is_read_and_shown_beside_its_folder(study):
+    rows, mixed = fair_rows("smoke", study)
+    assert rows is not None and mixed == [] and set(rows["study"]) == {FAIR[study]}
+    table = (rerun.rerun_society if study == MAIN else rerun.rerun_study)("smoke")
+    lines = [ln for ln in table.splitlines()[2:] if ln]
+    assert lines and all("no run yet" not in ln for ln in lines)  # every comparison has an after side
+    after = rerun._society("smoke", fair=True) if study == MAIN else rerun._study("smoke", fair=True)
+    assert after is not None and np.isfinite(after["diff"].astype(float)).all()
+    seat = seats.seats(study)("smoke")
+    assert "after (seat-fair)" in seat and "before (seat-biased consensus)" in seat
