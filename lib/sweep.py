@@ -577,6 +577,16 @@ def parse_seeds(spec: str | None) -> list[int] | None:
         raise ConfigError(f"--seeds {spec!r}: expected comma-separated integers or a range such as 0-15") from None
 
 
+def _gather(cfg, root: Path) -> int:
+    """``--gather-from ROOT``: the runner's ``gather`` from ``ROOT/<scale>/<experiment>``."""
+    mod = _experiment.runner(cfg["kind"])
+    if not hasattr(mod, "gather"):
+        raise ConfigError(f"--gather-from: the {cfg['kind']} runner writes no shards to gather; run its config here")
+    copied = mod.gather(cfg, root / cfg["scale"] / cfg["experiment"])
+    print(f"{len(copied)} finished shards into {data_dir(cfg['scale'], cfg['experiment'])}: {', '.join(copied)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lib.sweep``: user errors -> one line on stderr and exit status 2."""
     return cli_main(_main, argv)
@@ -598,6 +608,9 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arms", default=None, help="only these arms, comma-separated (the others later)")
     ap.add_argument("--seeds", default=None, help="only these seeds: comma-separated, or a range 0-15")
     ap.add_argument("--fault", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--gather-from", default=None, metavar="ROOT",
+                    help="run nothing: copy the finished shards of a sweep run with --data-root ROOT into this "
+                         "repository's data folder (replacing the same shards; the manifest keeps every commit)")
     _experiment.add_allow_dirty(ap)
     args = ap.parse_args(argv)
     _experiment.apply_allow_dirty(args)
@@ -605,6 +618,8 @@ def _main(argv: list[str] | None = None) -> int:
         if opt:
             os.environ[var] = str(Path(opt).expanduser().resolve())
     cfg = _experiment.load(args.config)
+    if args.gather_from:
+        return _gather(cfg, Path(args.gather_from).expanduser().resolve())
     if args.cpus_per_run <= 0 or args.gpus_per_run < 0:
         raise ConfigError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
     parse_fault(args.fault)

@@ -87,3 +87,31 @@ def test_each_re_run_at_smoke_is_read_and_shown_beside_its_folder(study):
     assert after is not None and np.isfinite(after["diff"].astype(float)).all()
     seat = seats.seats(study)("smoke")
     assert "after (seat-fair)" in seat and "before (seat-biased consensus)" in seat
+
+
+def test_gather_copies_finished_shards_and_keeps_every_commit(tmp_path):
+    import shutil
+    from lib.core.config import ConfigError
+    from lib.core.manifest import read_manifest
+    from lib.core.paths import data_dir
+    from lib.society.run import gather
+    from lib.sweep import main as sweep_main
+    cfg = config_of(FAIR[MAIN], "smoke")
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    shutil.copytree(data_dir("smoke", FAIR[MAIN]), src)
+    unfinished = progress_path(shard_path(src, "no_diversity", 0))
+    info = json.loads(unfinished.read_text())
+    unfinished.write_text(json.dumps({**info, "last_done": 0}))  # a shard the sweep had not finished
+    dst.mkdir()
+    theirs = read_manifest(src)
+    (dst / "manifest.json").write_text(json.dumps({**theirs, "git": {"commit": "a" * 40, "dirty": False}}))
+    copied = gather(cfg, src, dst)
+    assert "no_diversity_s0" not in copied and "full_s0" in copied and len(copied) == len(cfg.arm_runs()) - 1
+    assert (dst / "full_s0.csv").read_bytes() == (src / "full_s0.csv").read_bytes()
+    assert not (dst / "no_diversity_s0.csv").exists()
+    git = read_manifest(dst)["git"]
+    assert git["commits"] == ["a" * 40, theirs["git"]["commit"]]
+    assert read_manifest(dst)["status"] == "running"  # one shard missing: not complete
+    with pytest.raises(ConfigError, match="holds no data of society_fair"):
+        gather(cfg, tmp_path / "nowhere", dst)
+    assert sweep_main(["configs/society_fair/smoke.yaml", "--gather-from", str(tmp_path / "nowhere")]) == 2

@@ -195,6 +195,28 @@ def write_manifest(folder: str | Path, cfg: Mapping[str, Any], *, started: str,
         return write_json(folder / MANIFEST, m)
 
 
+def merge_from(ours: dict | None, theirs: dict) -> dict:
+    """The manifest of a folder after another folder's shards of the same config joined it (``theirs``: that
+    folder's manifest, the newer; ``ours``: this folder's, ``None`` without one): ``theirs`` with every commit
+    (``commits``, oldest first) and every invocation (:func:`_invocation`) of both, dirty where either was."""
+    if ours is None:
+        return dict(theirs)
+    mine, new = ours.get("git") or {}, theirs.get("git") or {}
+    commits = [c for c in dict.fromkeys([*mine.get("commits", [mine.get("commit")]),
+                                         *new.get("commits", [new.get("commit")])]) if c]
+    m = {**theirs, "git": {**new, **({"commits": commits} if len(commits) > 1 else {})}}
+    if mine.get("dirty"):
+        m["git"].update(dirty=True, note="earlier rows of this folder were written from a dirty tree")
+    invocations = list(ours.get("invocations") or [x for x in [_invocation(ours)] if x])
+    for x in theirs.get("invocations") or [x for x in [_invocation(theirs)] if x]:
+        invocations += [x] if x not in invocations else []
+    if invocations:
+        m["invocations"] = invocations
+    if ours.get("allow_dirty"):
+        m["allow_dirty"] = True
+    return m
+
+
 def _commits_of(old: dict, new: dict) -> dict:
     """A folder whose shards ran at several commits lists them all (``commits``, oldest first) and keeps an earlier
     manifest's ``note``: ``{}`` while one commit made everything."""

@@ -17,19 +17,20 @@ linear merge kept as the control) and the others of :mod:`lib.society.arms`. See
 """
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from lib.core.config import namespace_config
+from lib.core.config import ConfigError, namespace_config
 from lib.core.config import Frozen
 from lib.core.jsonfile import write_json
 from lib.core.locks import folder_lock, shard_locks
-from lib.core.manifest import MANIFEST, check_resumable, now, read_manifest, write_manifest
+from lib.core.manifest import MANIFEST, check_resumable, merge_from, now, read_manifest, write_manifest
 from lib.core.paths import data_dir
-from lib.core.rows import last_done, read_progress, read_shard, shard_path
+from lib.core.rows import last_done, progress_path, read_progress, read_shard, shard_path
 from lib.core.tasks import verify
 from lib.engines.batched import check_trainer
 from lib.engines.models import base_adapter_path, base_identity, load_base
@@ -101,6 +102,29 @@ def refresh_manifest(cfg: SocietyConfig, folder: Path) -> dict:
         m["status"] = "complete" if data_complete(cfg, folder) else "running"
         write_json(Path(folder) / MANIFEST, m)
     return m
+
+
+def gather(cfg: SocietyConfig, source: Path, folder: Path | None = None) -> list[str]:
+    """Copy the finished shards of ``cfg`` (rows and progress file, at their last generation) from ``source`` (a
+    sweep's scratch data folder of the same experiment: ``--data-root``) into ``folder`` (default: the repository's
+    data folder of ``cfg``), replacing the shards of the same (arm, seed) there; unfinished ones stay behind (a later
+    sweep resumes them). The folder's manifest keeps every commit that made its shards and every invocation
+    (:func:`lib.core.manifest.merge_from`), and its shard table is recomputed (:func:`refresh_manifest`). Returns
+    the shards copied, ``<arm>_s<seed>``. A source of another config is a :class:`lib.core.errors.ConfigError`."""
+    folder, source = Path(folder or data_dir(cfg.scale, cfg.experiment)), Path(source)
+    theirs = read_manifest(source)
+    if theirs is None or theirs.get("config_hash") != cfg.hash:
+        raise ConfigError(f"{source} holds no data of {cfg.experiment} at {cfg.scale} (its manifest is missing or "
+                          f"describes another config): name the sweep's <data-root>/{cfg.scale}/{cfg.experiment}")
+    done = [(a, s) for a, s in cfg.arm_runs() if (last_done(shard_path(source, a, s)) or -1) >= cfg.last_step]
+    folder.mkdir(parents=True, exist_ok=True)
+    with folder_lock(folder):
+        for a, s in done:
+            for f in (shard_path(source, a, s), progress_path(shard_path(source, a, s))):
+                shutil.copy2(f, folder / f.name)
+        write_json(folder / MANIFEST, merge_from(read_manifest(folder), theirs))
+    refresh_manifest(cfg, folder)
+    return [f"{a}_s{s}" for a, s in done]
 
 
 def shard_done(cfg: SocietyConfig) -> bool:

@@ -26,11 +26,11 @@ from lib.society.climb.config import ClimbConfig, validate_config
 from lib.society.climb.loop import ClimbJob, run_climb_shard
 from lib.society.config import check_device
 # a climb shard is finished at its last round (ClimbConfig.last_step)
-from lib.society.run import (data_complete, load_rows, manifest_config, refresh_manifest, shard_done,  # noqa: F401
-                             shard_status, shards)
+from lib.society.run import (data_complete, gather, load_rows, manifest_config, refresh_manifest,  # noqa: F401
+                             shard_done, shard_status, shards)
 
 __all__ = ["validate_config", "run_experiment", "shards", "shard_done", "manifest_config", "refresh_manifest",
-           "shard_status", "load_rows", "data_complete"]
+           "shard_status", "load_rows", "data_complete", "gather"]
 
 
 def manifest_extra(cfg: ClimbConfig, folder: Path) -> dict:
