@@ -1,8 +1,9 @@
 """Per-experiment figure panels: pure drawing functions over tidy rows, shared by notebooks 01-05.
 
-:data:`MODULES` names each experiment's figures module: the operators', tool mutation's and the program search's,
-and between them the society's studies' (``society``, ``society_study``, ``society_crossover``,
-``society_lineage``: every figures module of :mod:`lib.society.studies`, :func:`lib.society.studies.figures`).
+:data:`MODULES` (the registry, :mod:`lib.panels`) names each experiment's figures module: the operators', tool
+mutation's and the program search's, and between them the society's studies' (``society``, ``society_study``,
+``society_crossover``, ``society_lineage``: every figures module of :mod:`lib.society.studies`,
+:func:`lib.society.studies.figures`).
 Each exposes ``load_data(scale)`` (a missing file is a ``FileNotFoundError`` naming the command that makes it),
 ``draw_all(scale) -> list[panel names]`` and ``stats_table(scale) -> DataFrame`` (n seeds, test,
 effect and p-value of every comparison a figure makes).
@@ -14,8 +15,6 @@ from the committed data of ``S`` (default ``cpu``), saves it as ``draw_all`` doe
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
 import sys
 from typing import Sequence
 
@@ -23,36 +22,7 @@ from lib import provenance, style
 from lib.core.errors import MissingDataError, UserError, cli_main, one_line
 from lib.core.paths import check_scale
 from lib.core.stats import format_p  # noqa: F401  (notebook 05 writes every p with it)
-from lib.society import studies
-
-MODULES = {"operators": "lib.operators.figures", "tool_mutation": "lib.tool_mutation.figures", **studies.figures(),
-           "program_search": "lib.program_search.figures"}
-EXPERIMENTS = tuple(MODULES)
-
-
-def module(experiment: str):
-    """The plotting module of ``experiment``."""
-    if experiment not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {experiment!r}; known: {list(EXPERIMENTS)}")
-    return importlib.import_module(MODULES[experiment])
-
-
-@functools.lru_cache(maxsize=1)
-def panels() -> dict[str, str]:
-    """``{panel name: experiment}`` of every panel of every figures module, in :data:`EXPERIMENTS` order."""
-    return {p.name: e for e in EXPERIMENTS for p in module(e).PANELS}
-
-
-def figure_id(name: str) -> str:
-    """The short name a panel is cited by: its name up to the first ``_`` (``fig3j_climb`` → ``fig3j``)."""
-    return name.split("_", 1)[0]
-
-
-def command(name: str, scale: str) -> str:
-    """The command that redraws panel ``name`` at ``scale``: by its figure id where that names one panel."""
-    ids = [figure_id(n) for n in panels()]
-    short = figure_id(name) if ids.count(figure_id(name)) == 1 else name
-    return f"python -m lib.figures {short} --scale {scale}"
+from lib.panels import EXPERIMENTS, MODULES, command, figure_id, module, panels  # noqa: F401  (the registry)
 
 
 def resolve(name: str) -> tuple[str, str]:

@@ -25,14 +25,14 @@ from lib.core.manifest import read_manifest
 from lib.core.paths import REPO_ROOT, config_path, data_dir, figures_dir, rel
 from lib.core.rows import damaged_shards, sha256_of
 from lib.experiment import load, runner
-from lib import figures  # the experiments whose figures are drawn (their data is what is checked) and their commands
+from lib import panels  # the experiments whose figures are drawn (their data is what is checked) and their commands
 
 
 def manifest_table(scale: str, experiments=None) -> pd.DataFrame:
-    """One row per experiment (``experiments``; default every one whose figures are drawn, :data:`lib.figures.EXPERIMENTS`):
+    """One row per experiment (``experiments``; default every one whose figures are drawn, :data:`lib.panels.EXPERIMENTS`):
     does its data's manifest hold the config in ``configs/`` for ``scale``?"""
     rows = []
-    for exp in figures.EXPERIMENTS if experiments is None else experiments:
+    for exp in panels.EXPERIMENTS if experiments is None else experiments:
         cpath = config_path(exp, scale)
         folder = data_dir(scale, exp)
         row = {"experiment": exp, "config": rel(cpath), "data": rel(folder)}
@@ -182,7 +182,7 @@ def write_index(scale: str) -> Path:
     """Write ``figures/<scale>/INDEX.md`` listing every saved figure and SI panel: a thumbnail linking
     to the PNG, the PDF and PNG, the data (glob patterns with counts, linked to their folder), every
     config and manifest behind the panel and its notebook, each a link that works from the folder of
-    ``INDEX.md``, and the command that redraws it (:func:`lib.figures.command`)."""
+    ``INDEX.md``, and the command that redraws it (:func:`lib.panels.command`)."""
     idx = read_index(scale)
     here = figures_dir(scale)
     main = sorted(k for k in idx if k.startswith("fig"))
@@ -219,7 +219,7 @@ def write_index(scale: str) -> Path:
             notebook = ("—" if not nb else f"[`{nb}`](notebooks/{page.name})" if page.is_file()
                         else _link(f"notebooks/{nb}", here, f"`{nb}`"))
             lines.append(f"| `{n}` | {e['caption']} | {files} | {shown} | {configs} | {manifests} | {notebook} "
-                         f"| `{figures.command(n, scale)}` |")
+                         f"| `{panels.command(n, scale)}` |")
         lines.append("")
     out = here / "INDEX.md"
     out.write_text("\n".join(lines))
