@@ -115,3 +115,23 @@ def test_gather_copies_finished_shards_and_keeps_every_commit(tmp_path):
     with pytest.raises(ConfigError, match="holds no data of society_fair"):
         gather(cfg, tmp_path / "nowhere", dst)
     assert sweep_main(["configs/society_fair/smoke.yaml", "--gather-from", str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_first_verdict_reads_its_re_run_only_once_that_is_whole_on_one_float_path(tmp_path, monkeypatch):
+    import shutil
+    from lib.core.paths import data_dir
+    from lib.society.data import RECOMBINATION, reading
+    for folder in (MAIN, FAIR[MAIN]):
+        shutil.copytree(data_dir("smoke", folder), tmp_path / "smoke" / folder)
+    monkeypatch.setenv("GE_DATA_DIR", str(tmp_path))
+    fair = tmp_path / "smoke" / FAIR[MAIN]
+    assert reading(MAIN, "smoke") == FAIR[MAIN]  # every run of configs/society/smoke.yaml finished in the re-run
+    assert reading(STUDY, "smoke") == STUDY and reading(RECOMBINATION, "smoke") == RECOMBINATION  # none there
+    p = progress_path(shard_path(fair, "baseline_ties", 0))
+    info = json.loads(p.read_text())
+    p.write_text(json.dumps({**info, "float_path": {**info["float_path"], "vendor": "another CPU"}}))
+    assert reading(MAIN, "smoke") == MAIN  # a seed on two float paths: the committed folder stands
+    p.write_text(json.dumps({**info, "last_done": 0}))
+    assert reading(MAIN, "smoke") == MAIN  # a run unfinished: likewise
+    p.write_text(json.dumps(info))
+    assert reading(MAIN, "smoke") == FAIR[MAIN]

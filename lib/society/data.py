@@ -335,6 +335,30 @@ def fair_rows(scale: str, study: str) -> tuple[pd.DataFrame | None, list[int]]:
     return (rows if len(rows) else None), mixed
 
 
+def reading(study: str, scale: str, arms: tuple[str, ...] | None = None) -> str:
+    """The folder that ``study``'s tables and figures read at ``scale`` (of its ``arms`` only, where given): its
+    seat-fair re-run (:data:`FAIR`) once that holds every run of ``study``'s config (of those arms), each finished and
+    every seed on one float path (:func:`mixed_seeds`), else the committed folder. The climb decides its own
+    (:func:`lib.society.studies.climb.comparisons.current`)."""
+    if study not in FAIR:
+        return study
+    return FAIR[study] if _replaces(study, scale, arms, folder_states(scale, study, FAIR[study])) else study
+
+
+@lru_cache(maxsize=32)
+def _replaces(study: str, scale: str, arms: tuple[str, ...] | None, _states: tuple) -> bool:
+    cfg, new = config_of(study, scale), config_of(FAIR[study], scale)
+    if cfg is None or new is None:
+        return False
+    wanted = {(a, s) for a, s in arm_runs(cfg) if arms is None or a in arms}
+    folder = data_dir(scale, FAIR[study])
+    done = {(a, s) for a, s in arm_runs(new) if (read_progress(shard_path(folder, a, s)) or {}).get(
+        "last_done", -1) >= new["generations"] - 1}
+    if not wanted or not wanted <= done:
+        return False
+    return not mixed_seeds(folder, pd.DataFrame(sorted(wanted), columns=["arm", "seed"]))
+
+
 def manifest_of(study: str, scale: str) -> dict:
     """The manifest of ``study``'s folder at ``scale`` (``{}`` without one)."""
     return read_manifest(data_dir(scale, study)) or {}

@@ -20,7 +20,7 @@ import pandas as pd
 
 from lib.core.format import ci, num, signed
 from lib.society.arms import LINEAGE_PRIMARY, OPERATOR_OFF, REFERENCE
-from lib.society.data import CROSSOVER, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, society_rows
+from lib.society.data import CROSSOVER, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, reading, society_rows
 from lib.society.studies.climb import tables as climb
 from lib.society.studies.lineage import comparisons as lineage
 from lib.society.studies.skills import comparisons as skills
@@ -28,7 +28,7 @@ from lib.society.studies.skills.tables import primary_verdict, skill_rows
 from lib.society.studies.study import comparisons as study
 from lib.society.studies.study.tables import study_rows
 from lib.society.studies.verdict.comparisons import primary_comparisons
-from lib.society.studies.verdict.tables import ablation
+from lib.society.studies.verdict.tables import ABLATION_BREEDING, ablation
 
 VERB = {"win": "beats", "tie": "ties", "loss": "loses to"}  # a verdict of a − b as a verb between them
 OPERATOR = OPERATOR_OFF  # what switching off each arm of the paper's ablation removes
@@ -72,7 +72,7 @@ def _no_verdict(said: list[str], t: pd.DataFrame) -> str | None:
 def first_verdict(scale: str, short: bool = False) -> str:
     """The first verdict (``configs/society/``): the seed's society against the bare base and its three pre-registered
     comparisons (Holm), and the paper's ablation inside it."""
-    rows, cfg = society_rows(scale, MAIN, required=False), config_of(MAIN, scale)
+    rows, cfg = society_rows(scale, reading(MAIN, scale), required=False), config_of(MAIN, scale)
     if rows is None or cfg is None:
         return "no data yet"
     ab = ablation(scale).set_index("arm")
@@ -166,19 +166,26 @@ def climb_study(scale: str, short: bool = False) -> str:
     return climb.climb_front(scale) if short else climb.climb_said(scale)
 
 
-# (name, folder(s) as the README names them, writer), in the order the studies ran
-STUDIES: tuple[tuple[str, str, Callable[..., str]], ...] = (
-    ("first verdict", f"`{MAIN}/`, `{RECOMBINATION}/`", first_verdict),
-    ("society study", f"`{STUDY}/`", society_study),
-    ("skill-combining study", f"`{CROSSOVER}/`", skill_combining),
-    ("lineage study", f"`{LINEAGE}/`", lineage_study),
-    ("the climb", "", climb_study),
+def _read_from(*folders: str, arms: dict | None = None) -> Callable[[str], str]:
+    """The folders a study's words are read from at a scale, as the README names them: each its seat-fair re-run
+    once that replaces it (:func:`lib.society.data.reading`; ``arms``: a folder read for some arms only)."""
+    return lambda scale: ", ".join(f"`{reading(f, scale, (arms or {}).get(f))}/`" for f in folders)
+
+
+# (name, the folder(s) it is read from at a scale, writer), in the order the studies ran; the climb names its own
+STUDIES: tuple[tuple[str, Callable[[str], str], Callable[..., str]], ...] = (
+    ("first verdict", _read_from(MAIN, RECOMBINATION, arms={RECOMBINATION: ABLATION_BREEDING}), first_verdict),
+    ("society study", _read_from(STUDY), society_study),
+    ("skill-combining study", _read_from(CROSSOVER), skill_combining),
+    ("lineage study", _read_from(LINEAGE), lineage_study),
+    ("the climb", lambda scale: "", climb_study),
 )
 
 
 def seeds(scale: str) -> list[int]:
     """The seeds each study's comparisons pair (their ``n``), every study at ``scale`` together."""
-    out = [int(n) for n in ablation(scale)["n"]] if society_rows(scale, MAIN, required=False) is not None else []
+    out = [int(n) for n in ablation(scale)["n"]] if society_rows(scale, reading(MAIN, scale), required=False) is not None \
+        else []
     if (rows := study_rows(scale)) is not None:
         out += [int(n) for n in study.primary_table(rows)["n"]]
     if (rows := skill_rows(scale)) is not None:
@@ -203,13 +210,14 @@ def said(study: str, scale: str) -> str:
     """Study ``study``'s verdict in words (a name of :data:`STUDIES`), with the folder(s) it is read from: the
     sentence that ends the study's cell in notebook 03."""
     name, folders, fn = next(s for s in STUDIES if s[0] == study)
-    return f"**The verdict in words**{f' ({folders})' if folders else ''}: {fn(scale)}."
+    where = folders(scale)
+    return f"**The verdict in words**{f' ({where})' if where else ''}: {fn(scale)}."
 
 
 def front(scale: str) -> str:
     """One line a study: its verdict in words and one number (the README's first screen, notebook 03's first
     cell)."""
-    return "".join(f"- **{name[0].upper()}{name[1:]}**" + (f" ({folders})" if folders else "")
+    return "".join(f"- **{name[0].upper()}{name[1:]}**" + (f" ({folders(scale)})" if folders(scale) else "")
                    + f": {fn(scale, short=True)}.\n" for name, folders, fn in STUDIES)
 
 

@@ -23,8 +23,8 @@ from lib.core.stats import bounded_t_ci
 from lib.society.arms import BASE_MODEL, MULTITASK, ONE_SHOT_MODELS, REFERENCE, is_baseline, label, spec
 from lib.society.baselines import grid_of
 from lib.society.config import arm_seeds
-from lib.society.data import (CROSSOVER, LEXICASE, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, shard_float_path,
-                              society_rows, society_walls)
+from lib.society.data import (CROSSOVER, FAIR, LEXICASE, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of,
+                              shard_float_path, society_rows, society_walls)
 from lib.society.studies.frames import agents_wide, base_scores
 from lib.society.studies.skills.comparisons import (HELD, arm_summary, best_of, chosen_agents, primary_table,
                                                     secondary_table)
@@ -339,14 +339,14 @@ def society_baselines_both(scale: str) -> str:
 
 
 def society_full_everywhere(scale: str) -> str:
-    """``full`` in every folder that ran it: seeds, its population accuracy at the last generation, what made it
+    """``full`` in every folder that ran it (the seat-fair re-runs' included): seeds, its population accuracy at the last generation, what made it
     (commit, float path, trainer), and against the society study's ``full`` on the seeds both ran."""
     ref = society_rows(scale, STUDY, finished=True, required=False)
     if ref is None:
         return NO_DATA
     ref_pop = population_scores(ref)[REFERENCE]
     lines = []
-    for folder in (MAIN, RECOMBINATION, STUDY, LEXICASE):
+    for folder in (MAIN, RECOMBINATION, STUDY, LEXICASE, *(FAIR[f] for f in (MAIN, RECOMBINATION, STUDY))):
         rows = society_rows(scale, folder, finished=True, required=False)
         if rows is None or REFERENCE not in set(rows["arm"]):
             continue

@@ -20,7 +20,8 @@ from lib.core.stats import paired_permutation_test, sign_flip_ci
 from lib.society import arms
 from lib.society.arms import NO_GROUNDING, REFERENCE, is_baseline, what
 from lib.society.config import arm_seeds
-from lib.society.data import MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, society_rows, society_walls
+from lib.society.data import (MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, reading, society_rows,
+                               society_walls)
 from lib.society.studies.diagnostics.comparisons import preconditions
 from lib.society.studies.frames import base_scores
 from lib.society.studies.verdict.comparisons import (BASE, FOUNDERS, STEPS, VAL_BEST, breeding_skill,
@@ -37,13 +38,20 @@ SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms ar
 
 
 def _rows(experiment: str, scale: str) -> pd.DataFrame | None:
-    """The rows of ``experiment``'s folder read on their own (:func:`lib.society.data.society_rows`)."""
-    return society_rows(scale, experiment, required=False)
+    """The rows of ``experiment``'s folder read on their own (:func:`lib.society.data.society_rows`); the first
+    verdict's (:data:`MAIN`) from its seat-fair re-run once that replaces it (:func:`lib.society.data.reading`)."""
+    return society_rows(scale, reading(MAIN, scale) if experiment == MAIN else experiment, required=False)
 
 
-@lru_cache(maxsize=None)
 def _walls(scale: str) -> pd.DataFrame:
-    return society_walls(scale, MAIN)
+    return society_walls(scale, reading(MAIN, scale))
+
+
+def _ablation_breeding(scale: str) -> tuple[pd.DataFrame | None, str]:
+    """The rows the ablation reads ``no_sex`` from, and their folder: the recombination folder's seat-fair re-run
+    once it holds every run of ``full`` and ``no_sex`` (:func:`lib.society.data.reading`), else the folder itself."""
+    folder = reading(RECOMBINATION, scale, ABLATION_BREEDING)
+    return (_breeding_rows(scale) if folder == RECOMBINATION else _rows(folder, scale)), folder
 
 
 @lru_cache(maxsize=None)
@@ -301,7 +309,7 @@ def society_primary(scale: str) -> str:
     """The first society run's three pre-registered comparisons (``configs/society``,
     :func:`lib.society.studies.verdict.comparisons.primary_comparisons`), and how much the grounding comparison
     rests on its most extreme seed (the comparison again without it)."""
-    cfg, rows = _config(MAIN, scale), society_rows(scale, MAIN, required=False)
+    cfg, rows = _config(MAIN, scale), _rows(MAIN, scale)
     if rows is None:
         return NO_DATA
     t = primary_comparisons(rows, cfg["families"])
@@ -314,7 +322,7 @@ def society_primary(scale: str) -> str:
     rest = d.drop(worst)
     lo, hi = sign_flip_ci(rest.to_numpy())
     p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
-    lines.append(f"| `full` − `no_grounding` without seed {worst} of `{MAIN}/` (its difference there {signed(d[worst])}, the "
+    lines.append(f"| `full` − `no_grounding` without seed {worst} of `{reading(MAIN, scale)}/` (its difference there {signed(d[worst])}, the "
                  f"largest) | "
                  f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
     return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
@@ -323,6 +331,7 @@ def society_primary(scale: str) -> str:
 
 # the paper's four arms but full (the seed's v1 arms); no_sex ran in the recombination folder, the others in the first
 ABLATION = tuple((a, RECOMBINATION if arms.SPECS[a].merge is None else MAIN) for a in arms.SEED_ARMS if a != arms.REFERENCE)
+ABLATION_BREEDING = (arms.REFERENCE, *(a for a, folder in ABLATION if folder == RECOMBINATION))  # full, no_sex
 
 
 def ablation(scale: str) -> pd.DataFrame:
@@ -330,9 +339,10 @@ def ablation(scale: str) -> pd.DataFrame:
     its folder, ``n`` seeds, the population's test accuracy at the last generation (``accuracy, acc_lo, acc_hi``),
     the arm − the ``full`` run of its own folder paired by seed (``mean, lo, hi``, sign-flip; ``p``) and − the bare
     base (``base_mean, base_lo, base_hi, base_p``; NaN where the folder lacks it) (:func:`method_summary`)."""
-    breeding = _breeding_rows(scale)
+    breeding, folder = _ablation_breeding(scale)
     return ablation_of(_methods(scale),
-                       None if breeding is None else method_summary(breeding, _families(scale)).set_index("method"))
+                       None if breeding is None else method_summary(breeding, _families(scale)).set_index("method"),
+                       (reading(MAIN, scale), folder))
 
 
 def ablation_of(main: pd.DataFrame, breeding: pd.DataFrame | None,
@@ -435,7 +445,7 @@ def _recombination_max(column: str):
 def _recombination_reproduces(scale: str) -> str:
     """How the recombination folder's own ``full`` compares with the main run's ``full`` on the same
     seeds (:func:`full_reproduction`)."""
-    r = full_reproduction(_rows(MAIN, scale), _breeding_rows(scale))
+    r = full_reproduction(_rows(MAIN, scale), _ablation_breeding(scale)[0])
     text = f"{r['same']} of {r['n']} seeds row for row"
     if r["gen0"]:
         text += (f"; on {r['gen0']} more only generation 0 differs ({r['rows0']} of its rows, the founders' scores), "
