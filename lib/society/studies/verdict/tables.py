@@ -453,6 +453,13 @@ def _recombination_reproduces(scale: str) -> str:
     return text + (f"; on {r['other']} the bred generations differ too" if r["other"] else "")
 
 
+def _reading(scale: str) -> str:
+    """Which folders the first verdict's tables read (:func:`lib.society.data.reading`), in words."""
+    main, (_, breeding) = reading(MAIN, scale), _ablation_breeding(scale)
+    fair = "the seat-fair re-run" if main != MAIN else "the committed folder, made with the seat-biased consensus"
+    return f"`{main}/` ({fair}), with `{breeding}/` for `no_sex`"
+
+
 def _config_value(key: str):
     return lambda scale: f"{_config(MAIN, scale)[key]:g}"
 
@@ -477,4 +484,5 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-recombination-floor-p": _with_data(_floor_p, RECOMBINATION),
     "society-recombination-first-max": _with_data(_recombination_max("pop_1"), RECOMBINATION),
     "society-recombination-last-max": _with_data(_recombination_max("pop_last"), RECOMBINATION),
-    "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION)}
+    "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION),
+    "society-reading": _reading}
