@@ -425,16 +425,26 @@ def climb_matched(scale: str) -> str:
 
 def climb_gold(scale: str) -> str:
     """The gold ceiling as tested: ``climb`` against training on the climb prompts' gold answers (the pre-registered
-    secondary, raw p), and, untested, every other arm's mean and per family beside gold's."""
+    secondary, raw p), and, untested, every other arm's mean and per family beside gold's; from the committed run
+    (saying so) while the folder the study reads has no gold run yet."""
     d, _ = said_data(scale)
     if d is None:
         return "no data yet"
+    text = _gold(d)
+    if text is None and d["experiment"] != climb.CLIMB and (before := _data(scale, climb.CLIMB)) is not None:
+        text = _gold(before)
+        return text and text.removesuffix(")") + f", the committed run: `{CLIMB_GOLD}` has not run in the re-run yet)"
+    return text or f"`{CLIMB_GOLD}` has not run yet (data: `{d['experiment']}/`)"
+
+
+def _gold(d: dict) -> str | None:
+    """:func:`climb_gold`'s sentence from one folder's data ``d``; ``None`` where it holds no gold run."""
     s = climb.secondary(d["rows"], d["cfg"].rung)
     g = s[(s["measure"] == "rung") & (s["arm_b"] == CLIMB_GOLD)]
-    if g.empty:
-        return "no data yet"
-    r = g.iloc[0]
     t = climb.arm_table(d["rows"], d["cfg"].rung, d["cfg"].families).set_index("arm")
+    if g.empty or CLIMB_GOLD not in t.index:
+        return None
+    r = g.iloc[0]
     fams = list(d["cfg"].families)
     gold = t.loc[CLIMB_GOLD]
     below = "ends below" if r.hi < 0 else "ends above" if r.lo > 0 else "is not distinguishable from"
