@@ -115,6 +115,27 @@ def climb_rerun(scale: str) -> str:
     return f"all {need} seeds re-run; " + ("verdicts moved: " + ", ".join(moved) if moved else "no verdict moved")
 
 
+def climb_moved(scale: str) -> str:
+    """What the re-run changed, in words: which verdicts moved (none, or each) and the comparison whose Δ moved most,
+    before → after."""
+    before, after = _data(scale, climb.CLIMB), _data(scale, climb.FAIR)
+    if before is None or after is None or after["experiment"] != climb.FAIR:
+        return "nothing yet: the re-run has no finished seed"
+    b = climb.primary(before["rows"], before["cfg"].rung).set_index("comparison")
+    a = climb.primary(after["rows"], after["cfg"].rung).set_index("comparison")
+    cells_b, cells_a = _primary_cells(before), _primary_cells(after)
+    moved = [f"{k + 1} ({cells_b[n][2]} → {cells_a[n][2]})" for k, (n, *_) in enumerate(CLIMB_PRIMARY)
+             if cells_a[n][2] != cells_b[n][2]]
+    k, name = max(enumerate(b.index), key=lambda kn: abs(a.loc[kn[1], "diff"] - b.loc[kn[1], "diff"]))
+    _, arm_a, arm_b = CLIMB_PRIMARY[k]
+    return (("verdicts moved: " + ", ".join(moved) if moved else "no verdict moved")
+            + f" (on {int(a['n'].min())} of {len(after['cfg'].seed_list())} seeds); the Δ that moved most is comparison "
+            f"{k + 1}, {name}: {signed(b.loc[name, 'diff'])} before, {signed(a.loc[name, 'diff'])} "
+            f"{ci(a.loc[name, 'lo'], a.loc[name, 'hi'])} after (Holm p {p_text(a.loc[name, 'p_holm'])}; `{arm_a}` "
+            f"{fmt(b.loc[name, 'a_acc'])} → {fmt(a.loc[name, 'a_acc'])}, `{arm_b}` {fmt(b.loc[name, 'b_acc'])} → "
+            f"{fmt(a.loc[name, 'b_acc'])})")
+
+
 def climb_why(scale: str) -> str:
     """The pre-registered secondary comparisons of issue 53 §4 (raw p): what the population adds beyond its pick
     (``climb_single@child`` − ``climb``), what selection adds (``climb@lineages`` − ``climb``), and the last
@@ -264,7 +285,7 @@ TABLES: dict[str, Callable[[str], str]] = {"climb-pilot": climb_pilot, "climb-pr
                                            "climb-kept": climb_kept, "climb-secondary": climb_secondary,
                                            "climb-before-after": climb_before_after, "climb-why": climb_why}
 VALUES: dict[str, Callable[[str], str]] = {"climb-verdicts": climb_verdicts, "climb-margins": climb_margins,
-                                           "climb-tie-picks": climb_tie_picks, "climb-rerun": climb_rerun,
+                                           "climb-tie-picks": climb_tie_picks, "climb-rerun": climb_rerun, "climb-moved": climb_moved,
                                            "climb-cost": climb_cost}
 
 
