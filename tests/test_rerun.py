@@ -53,6 +53,9 @@ def test_a_verdict_is_decided_only_with_every_registered_seed_and_a_change_is_na
     assert "yes: win → tie" in text and "| no |" in text
     assert rerun.standing(before, after, [], "x") == "`x/` has 16 of 16 seeds; verdicts moved: `a` − `b` (win → tie)"
     assert "no verdict moved" in rerun.standing(before, before, [], "x")
+    half = pd.DataFrame([_line("`a` − `b`", 16, 0.01, 0.3), _line("`c` − `b`", 5, 0.0, 0.7)])
+    assert rerun.standing(before, half, [], "x") == ("`x/` has 16 of 16 seeds; verdicts moved: `a` − `b` (win → tie) "
+                                                     "(1 of 2 re-decided; not yet: `c` − `b`)")
     assert "seeds 3 ran on two float paths" in rerun.standing(before, interim, [3], "x")
     assert "no run yet" in rerun.side_by_side(before, None)
     assert rerun.standing(before, None, [], "x") == "`x/` not started"

@@ -139,12 +139,14 @@ def standing(before: pd.DataFrame | None, after: pd.DataFrame | None, mixed: lis
     text = f"`{folder}/` has {int(first.n)} of {int(first.planned)} seeds"
     if mixed:
         text += f" (seeds {', '.join(map(str, mixed))} ran on two float paths and must be re-run whole on one)"
-    words = {r.comparison: word(r) for _, r in after.iterrows()}
-    if before is None or any(w.startswith("none yet") for w in words.values()):
+    words = {r.comparison: word(r) for _, r in after.iterrows() if not word(r).startswith("none yet")}
+    if before is None or not words:
         return text + ", no verdict re-decided yet"
     moved = [f"{r.comparison} ({word(r)} → {words[r.comparison]})" for _, r in before.iterrows()
-             if words.get(r.comparison, word(r)) != word(r)]
-    return text + "; " + ("verdicts moved: " + ", ".join(moved) if moved else "no verdict moved")
+             if r.comparison in words and words[r.comparison] != word(r)]
+    pending = [r.comparison for _, r in before.iterrows() if r.comparison not in words]
+    return (text + "; " + ("verdicts moved: " + ", ".join(moved) if moved else "no verdict moved")
+            + (f" ({len(words)} of {len(before)} re-decided; not yet: {', '.join(pending)})" if pending else ""))
 
 
 # ----------------------------------------------------------------------------- the studies' data

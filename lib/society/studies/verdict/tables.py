@@ -406,14 +406,6 @@ def _build_pool(scale: str) -> str:
     return f"{t['n_per_family']} tasks per family, seed {t['seed']}" if {"n_per_family", "seed"} <= set(t) else "—"
 
 
-def _grounding(scale: str) -> str:
-    return signed(_primary(scale).loc[NO_GROUNDING, "diff"])
-
-
-def _grounding_holm(scale: str) -> str:
-    return p_text(_primary(scale).loc[NO_GROUNDING, "p_holm"])
-
-
 def _consensus(scale: str) -> str:
     d = population_difference(_rows(MAIN, scale), "consensus_acc", REFERENCE, NO_GROUNDING)
     return f"{_diff(d['mean'], d['lo'], d['hi'])}, p = {p_text(d['p'])}"
@@ -453,6 +445,30 @@ def _recombination_reproduces(scale: str) -> str:
     return text + (f"; on {r['other']} the bred generations differ too" if r["other"] else "")
 
 
+VERBS = {"win": "beats", "tie": "is not distinguishable from", "loss": "loses to"}  # a verdict of a − b, a verb
+
+
+def _grounding_said(scale: str) -> str:
+    """Pre-registered comparison 1 in words: selection on the verifier against selection by conformity alone (Holm
+    over three)."""
+    r = _primary(scale).loc[NO_GROUNDING]
+    decided = np.isfinite(num(r.p_holm))
+    word = ("cannot yet be compared with" if not decided else VERBS["tie"] if r.p_holm >= 0.05
+            else VERBS["win" if r["diff"] > 0 else "loss"])
+    return (f"{word} selection by conformity alone (`full` − `no_grounding` {signed(r['diff'])} {ci(r.lo, r.hi)}, "
+            f"Holm p {p_text(r.p_holm)}, {int(r.n)} seeds)")
+
+
+def _ablation_said(scale: str) -> str:
+    """The paper's ablation in words: each arm against the ``full`` of its folder (raw p), with the folder."""
+    parts = []
+    for _, r in ablation(scale).iloc[1:].iterrows():
+        verb = "ends below" if r.hi < 0 else "ends above" if r.lo > 0 else "ties"
+        parts.append(f"`{r.arm}` {verb} `full` ({what(r.arm)}: {signed(r['mean'])} {ci(r.lo, r.hi)}, p "
+                     f"{p_text(r.p)}; `{r.folder}/`)")
+    return "; ".join(parts)
+
+
 def _reading(scale: str) -> str:
     """Which folders the first verdict's tables read (:func:`lib.society.data.reading`), in words."""
     main, (_, breeding) = reading(MAIN, scale), _ablation_breeding(scale)
@@ -477,7 +493,6 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-recombination-seeds": _with_data(lambda s: str(int(_rows(RECOMBINATION, s)["seed"].nunique())), RECOMBINATION),
     "society-recombination-seed-range": _with_data(_recombination_seeds, RECOMBINATION),
     "society-base-test": _with_data(_base_test), "society-base-build": _build_overall, "society-base-build-pool": _build_pool,
-    "society-grounding": _with_data(_grounding), "society-grounding-holm": _with_data(_grounding_holm),
     "society-consensus": _with_data(_consensus), "society-bred-generations": _with_data(_bred_generations),
     "society-g": _config_value("g"), "society-n-inherit": _config_value("n_inherit"),
     "society-child-epochs": _config_value("epochs"), "society-lists-merge": _with_data(_lists_merge),
@@ -485,4 +500,5 @@ VALUES: dict[str, Callable[[str], str]] = {
     "society-recombination-first-max": _with_data(_recombination_max("pop_1"), RECOMBINATION),
     "society-recombination-last-max": _with_data(_recombination_max("pop_last"), RECOMBINATION),
     "society-recombination-reproduces": _with_data(_recombination_reproduces, RECOMBINATION),
-    "society-reading": _reading}
+    "society-reading": _reading, "society-grounding-said": _with_data(_grounding_said),
+    "society-ablation-said": _with_data(_ablation_said)}
