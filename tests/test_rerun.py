@@ -124,12 +124,19 @@ def test_the_first_verdict_reads_its_re_run_only_once_that_is_whole_on_one_float
     import shutil
     from lib.core.paths import data_dir
     from lib.society.data import RECOMBINATION, reading
-    for folder in (MAIN, FAIR[MAIN]):
+    for folder in (MAIN, FAIR[MAIN], RECOMBINATION, FAIR[RECOMBINATION]):
         shutil.copytree(data_dir("smoke", folder), tmp_path / "smoke" / folder)
     monkeypatch.setenv("GE_DATA_DIR", str(tmp_path))
     fair = tmp_path / "smoke" / FAIR[MAIN]
     assert reading(MAIN, "smoke") == FAIR[MAIN]  # every run of configs/society/smoke.yaml finished in the re-run
-    assert reading(STUDY, "smoke") == STUDY and reading(RECOMBINATION, "smoke") == RECOMBINATION  # none there
+    assert reading(STUDY, "smoke") == STUDY  # its re-run holds some arms only
+    assert reading(RECOMBINATION, "smoke", ("full", "no_sex")) == FAIR[RECOMBINATION]
+    assert reading(RECOMBINATION, "smoke") == RECOMBINATION  # the other breeding arms are not re-run
+    q = progress_path(shard_path(tmp_path / "smoke" / FAIR[RECOMBINATION], "no_sex", 0))
+    kept = q.read_text()
+    q.write_text(json.dumps({**json.loads(kept), "last_done": 0}))
+    assert reading(MAIN, "smoke") == MAIN  # the first verdict switches only with its recombination arms
+    q.write_text(kept)
     p = progress_path(shard_path(fair, "baseline_ties", 0))
     info = json.loads(p.read_text())
     p.write_text(json.dumps({**info, "float_path": {**info["float_path"], "vendor": "another CPU"}}))

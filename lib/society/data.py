@@ -34,7 +34,7 @@ from lib.core.manifest import read_manifest
 from lib.core.paths import config_path, data_dir
 from lib.core.rows import progress_path, read_progress, read_shard, shard_keys, shard_path
 from lib.society import run as society
-from lib.society.arms import BESIDE, REFERENCE
+from lib.society.arms import BESIDE, REFERENCE, SEED_ARMS, SPECS
 from lib.society.config import config_of, load_file  # noqa: F401  (config_of: the readers' one config entry)
 from lib.society.config import arm_runs
 from lib.sweep import LEDGER
@@ -335,14 +335,25 @@ def fair_rows(scale: str, study: str) -> tuple[pd.DataFrame | None, list[int]]:
     return (rows if len(rows) else None), mixed
 
 
+# Re-runs read only together: the first verdict's ablation reads its recombination arms (full and the arm that breeds
+# without merging, no_sex) from the recombination folder, so the two switch as one
+_BREEDING = (REFERENCE, *(a for a in SEED_ARMS if SPECS[a].merge is None))
+TOGETHER = {MAIN: (RECOMBINATION, _BREEDING), RECOMBINATION: (MAIN, None)}
+
+
 def reading(study: str, scale: str, arms: tuple[str, ...] | None = None) -> str:
     """The folder that ``study``'s tables and figures read at ``scale`` (of its ``arms`` only, where given): its
     seat-fair re-run (:data:`FAIR`) once that holds every run of ``study``'s config (of those arms), each finished and
-    every seed on one float path (:func:`mixed_seeds`), else the committed folder. The climb decides its own
+    every seed on one float path (:func:`mixed_seeds`), and its partner's likewise (:data:`TOGETHER`), else the
+    committed folder. The climb decides its own
     (:func:`lib.society.studies.climb.comparisons.current`)."""
-    if study not in FAIR:
+    if study not in FAIR or not _replaces(study, scale, arms, folder_states(scale, study, FAIR[study])):
         return study
-    return FAIR[study] if _replaces(study, scale, arms, folder_states(scale, study, FAIR[study])) else study
+    if study in TOGETHER:  # read only together with its partner's re-run
+        other, other_arms = TOGETHER[study]
+        if not _replaces(other, scale, other_arms, folder_states(scale, other, FAIR[other])):
+            return study
+    return FAIR[study]
 
 
 @lru_cache(maxsize=32)
