@@ -363,8 +363,8 @@ def _replaces(study: str, scale: str, arms: tuple[str, ...] | None, _states: tup
         return False
     wanted = {(a, s) for a, s in arm_runs(cfg) if arms is None or a in arms}
     folder = data_dir(scale, FAIR[study])
-    done = {(a, s) for a, s in arm_runs(new) if (read_progress(shard_path(folder, a, s)) or {}).get(
-        "last_done", -1) >= new["generations"] - 1}
+    status = society.shard_status(new, folder)  # the runner's shard table: the last generation done per shard
+    done = {(a, s) for a, s in arm_runs(new) if status[f"{a}_s{s}"] is not None and status[f"{a}_s{s}"] >= new.last_step}
     if not wanted or not wanted <= done:
         return False
     return not mixed_seeds(folder, pd.DataFrame(sorted(wanted), columns=["arm", "seed"]))

@@ -116,7 +116,8 @@ def gather(cfg: SocietyConfig, source: Path, folder: Path | None = None) -> list
     if theirs is None or theirs.get("config_hash") != cfg.hash:
         raise ConfigError(f"{source} holds no data of {cfg.experiment} at {cfg.scale} (its manifest is missing or "
                           f"describes another config): name the sweep's <data-root>/{cfg.scale}/{cfg.experiment}")
-    done = [(a, s) for a, s in cfg.arm_runs() if (last_done(shard_path(source, a, s)) or -1) >= cfg.last_step]
+    status = shard_status(cfg, source)
+    done = [(a, s) for a, s in cfg.arm_runs() if status[f"{a}_s{s}"] is not None and status[f"{a}_s{s}"] >= cfg.last_step]
     folder.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
         for a, s in done:

@@ -140,3 +140,13 @@ def tied_pick(w: pd.DataFrame, group: list[str], by: str, columns: list[str]) ->
     means = top.groupby(group, sort=False)[columns].mean()
     tied = top.groupby(group, sort=False).size().rename("tied")
     return means.join(tied).reset_index()
+
+
+def verdict(diff: float, p_holm: float, alpha: float = 0.05) -> str:
+    """A primary comparison's word: ``win`` (a above b) or ``loss`` when Holm's p < ``alpha``, else
+    ``tie`` (not distinguishable at this n; a tie is not evidence of equality); ``—`` without data."""
+    if not (np.isfinite(diff) and np.isfinite(p_holm)):
+        return "—"
+    if p_holm >= alpha:
+        return "tie"
+    return "win" if diff > 0 else "loss"

@@ -17,7 +17,7 @@ from lib.society.arms import (ADDED_AFTER_PREREGISTRATION, BEST_ARM, BEST_MERGE,
                               STUDY_SECONDARY, borrows, is_baseline, is_primary_arm)
 from lib.society.baselines import parse_grid_key
 from lib.society.data import complete_runs  # noqa: F401  (the finished runs: read with the rows, lib.society.data)
-from lib.society.studies.frames import agents_wide, last_generation
+from lib.society.studies.frames import agents_wide, last_generation, verdict  # noqa: F401  (read from here too)
 from lib.core.stats import bounded_t_ci, holm, paired_permutation_test, sign_flip_ci
 
 PRIMARY, SECONDARY = STUDY_PRIMARY, STUDY_SECONDARY  # the comparisons, declared with the arms (lib.society.arms)
@@ -148,16 +148,6 @@ def study_cost(walls: pd.DataFrame, ledger: list[dict]) -> dict:
             "ledger_sweeps": len(ledger), "ledger_since": min((e["finished"] for e in ledger), default=None),
             "load_lo": float(min(loads)) if loads else np.nan, "load_hi": float(max(loads)) if loads else np.nan,
             "cpus": max((e.get("cpus") or 0 for e in ledger), default=None) or None}
-
-
-def verdict(diff: float, p_holm: float, alpha: float = 0.05) -> str:
-    """A primary comparison's word: ``win`` (a above b) or ``loss`` when Holm's p < ``alpha``, else
-    ``tie`` (not distinguishable at this n; a tie is not evidence of equality); ``—`` without data."""
-    if not (np.isfinite(diff) and np.isfinite(p_holm)):
-        return "—"
-    if p_holm >= alpha:
-        return "tie"
-    return "win" if diff > 0 else "loss"
 
 
 def arm_table(rows: pd.DataFrame) -> pd.DataFrame:

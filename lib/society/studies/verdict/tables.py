@@ -23,7 +23,7 @@ from lib.society.config import arm_seeds
 from lib.society.data import (MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, reading, society_rows,
                                society_walls)
 from lib.society.studies.diagnostics.comparisons import preconditions
-from lib.society.studies.frames import base_scores
+from lib.society.studies.frames import base_scores, verdict
 from lib.society.studies.verdict.comparisons import (BASE, FOUNDERS, STEPS, VAL_BEST, breeding_skill,
                                                      first_generation_loss, founder_selection, full_reproduction,
                                                      generalist_summary, method_scores, method_summary,
@@ -452,9 +452,7 @@ def _grounding_said(scale: str) -> str:
     """Pre-registered comparison 1 in words: selection on the verifier against selection by conformity alone (Holm
     over three)."""
     r = _primary(scale).loc[NO_GROUNDING]
-    decided = np.isfinite(num(r.p_holm))
-    word = ("cannot yet be compared with" if not decided else VERBS["tie"] if r.p_holm >= 0.05
-            else VERBS["win" if r["diff"] > 0 else "loss"])
+    word = VERBS.get(verdict(num(r["diff"]), num(r.p_holm)), "cannot yet be compared with")
     return (f"{word} selection by conformity alone (`full` − `no_grounding` {signed(r['diff'])} {ci(r.lo, r.hi)}, "
             f"Holm p {p_text(r.p_holm)}, {int(r.n)} seeds)")
 
