@@ -234,10 +234,10 @@ def test_breeding_arms_are_compared_with_the_full_run_beside_them():
 def test_the_recombination_folders_own_full_is_read_as_full_at_breeding():
     data = plots.load_data("smoke")
     rows, walls = data["rows"], data["walls"]
-    own = pd.read_csv(REPO_ROOT / "data" / "smoke" / "society_recombination" / "full_s0.csv")
+    first, beside = society_data.first_verdict_folders("smoke")  # the committed pair, or both re-runs once whole
+    own = pd.read_csv(REPO_ROOT / "data" / "smoke" / beside / "full_s0.csv")
     got = rows[rows["arm"] == "full@breeding"]
-    assert len(got) == len(own) and set(got["study"]) == {"society_recombination"}
-    first = society_data.reading(society_data.MAIN, "smoke")  # the first verdict's folder (its re-run, once complete)
+    assert len(got) == len(own) and set(got["study"]) == {beside}
     assert set(rows.loc[rows["arm"] == "full", "study"]) == {first}  # the main full is not mixed
     main = society_data.shard_walls(sorted((REPO_ROOT / "data" / "smoke" / first).glob("full_s*.csv")))
     assert len(walls[walls["arm"] == "full"]) == len(main)  # the main full's walls alone, not the re-run's too

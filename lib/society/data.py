@@ -46,7 +46,7 @@ STUDIES = (MAIN, RECOMBINATION, STUDY, LEXICASE, CROSSOVER, LINEAGE, CLIMB)
 # Each re-run folder of issue 53: a study's registered comparisons re-decided with the seat-fair operators, the same
 # keys and seeds in a folder of its own (configs/<folder>/); the folders not named here were not re-run
 FAIR = {MAIN: MAIN + "_fair", RECOMBINATION: RECOMBINATION + "_fair", STUDY: STUDY + "_fair", CLIMB: CLIMB + "_fair"}
-OWN_REFERENCE = {RECOMBINATION: BESIDE}  # a folder's own full, read beside another folder: its name there
+OWN_REFERENCE = {RECOMBINATION: BESIDE, FAIR[RECOMBINATION]: BESIDE}  # a folder's own full, read beside another: its name
 COLUMNS = ["study", "arm", "seed", "generation", "agent", "metric", "value", "code_path", "selected", "conformity",
            "score"]
 WALL_COLUMNS = ["arm", "seed", "generation", "wall_s"]
@@ -368,6 +368,13 @@ def _replaces(study: str, scale: str, arms: tuple[str, ...] | None, _states: tup
     if not wanted or not wanted <= done:
         return False
     return not mixed_seeds(folder, pd.DataFrame(sorted(wanted), columns=["arm", "seed"]))
+
+
+def first_verdict_folders(scale: str) -> tuple[str, str]:
+    """The two folders the first verdict reads at ``scale``: its own and the recombination folder beside it (``full``
+    as ``full@breeding`` and ``no_sex``), each :func:`reading`'s choice; :data:`TOGETHER` makes it the committed pair
+    or the two seat-fair re-runs, never one of each."""
+    return reading(MAIN, scale), reading(RECOMBINATION, scale, _BREEDING)
 
 
 def manifest_of(study: str, scale: str) -> dict:

@@ -20,7 +20,8 @@ import pandas as pd
 
 from lib.core.format import ci, num, signed
 from lib.society.arms import LINEAGE_PRIMARY, OPERATOR_OFF, REFERENCE
-from lib.society.data import CROSSOVER, LINEAGE, MAIN, RECOMBINATION, STUDY, config_of, reading, society_rows
+from lib.society.data import (CROSSOVER, LINEAGE, MAIN, STUDY, config_of, first_verdict_folders, reading,
+                               society_rows)
 from lib.society.studies.climb import tables as climb
 from lib.society.studies.lineage import comparisons as lineage
 from lib.society.studies.skills import comparisons as skills
@@ -28,7 +29,7 @@ from lib.society.studies.skills.tables import primary_verdict, skill_rows
 from lib.society.studies.study import comparisons as study
 from lib.society.studies.study.tables import study_rows
 from lib.society.studies.verdict.comparisons import primary_comparisons
-from lib.society.studies.verdict.tables import ABLATION_BREEDING, ablation
+from lib.society.studies.verdict.tables import ablation
 
 VERB = {"win": "beats", "tie": "ties", "loss": "loses to"}  # a verdict of a − b as a verb between them
 OPERATOR = OPERATOR_OFF  # what switching off each arm of the paper's ablation removes
@@ -72,7 +73,7 @@ def _no_verdict(said: list[str], t: pd.DataFrame) -> str | None:
 def first_verdict(scale: str, short: bool = False) -> str:
     """The first verdict (``configs/society/``): the seed's society against the bare base and its three pre-registered
     comparisons (Holm), and the paper's ablation inside it."""
-    rows, cfg = society_rows(scale, reading(MAIN, scale), required=False), config_of(MAIN, scale)
+    rows, cfg = society_rows(scale, first_verdict_folders(scale)[0], required=False), config_of(MAIN, scale)
     if rows is None or cfg is None:
         return "no data yet"
     ab = ablation(scale).set_index("arm")
@@ -166,15 +167,19 @@ def climb_study(scale: str, short: bool = False) -> str:
     return climb.climb_front(scale) if short else climb.climb_said(scale)
 
 
-def _read_from(*folders: str, arms: dict | None = None) -> Callable[[str], str]:
+def _listed(folders) -> str:
+    return ", ".join(f"`{f}/`" for f in folders)
+
+
+def _read_from(*folders: str) -> Callable[[str], str]:
     """The folders a study's words are read from at a scale, as the README names them: each its seat-fair re-run
-    once that replaces it (:func:`lib.society.data.reading`; ``arms``: a folder read for some arms only)."""
-    return lambda scale: ", ".join(f"`{reading(f, scale, (arms or {}).get(f))}/`" for f in folders)
+    once that replaces it (:func:`lib.society.data.reading`)."""
+    return lambda scale: _listed(reading(f, scale) for f in folders)
 
 
 # (name, the folder(s) it is read from at a scale, writer), in the order the studies ran; the climb names its own
 STUDIES: tuple[tuple[str, Callable[[str], str], Callable[..., str]], ...] = (
-    ("first verdict", _read_from(MAIN, RECOMBINATION, arms={RECOMBINATION: ABLATION_BREEDING}), first_verdict),
+    ("first verdict", lambda scale: _listed(first_verdict_folders(scale)), first_verdict),
     ("society study", _read_from(STUDY), society_study),
     ("skill-combining study", _read_from(CROSSOVER), skill_combining),
     ("lineage study", _read_from(LINEAGE), lineage_study),
@@ -184,7 +189,7 @@ STUDIES: tuple[tuple[str, Callable[[str], str], Callable[..., str]], ...] = (
 
 def seeds(scale: str) -> list[int]:
     """The seeds each study's comparisons pair (their ``n``), every study at ``scale`` together."""
-    out = [int(n) for n in ablation(scale)["n"]] if society_rows(scale, reading(MAIN, scale), required=False) is not None \
+    out = [int(n) for n in ablation(scale)["n"]] if society_rows(scale, first_verdict_folders(scale)[0], required=False) is not None \
         else []
     if (rows := study_rows(scale)) is not None:
         out += [int(n) for n in study.primary_table(rows)["n"]]

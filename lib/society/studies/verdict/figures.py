@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from lib.society.arms import BESIDE, REFERENCE, SEED_V2_ARMS, is_baseline
-from lib.society.data import MAIN, RECOMBINATION, config_of, files_of, reading, society_rows, society_walls
+from lib.society.data import MAIN, config_of, files_of, first_verdict_folders, society_rows, society_walls
 from lib.society.studies.diagnostics.comparisons import own_reference
 from lib.society.studies.frames import (PARENT_CODE_BASE, arms_in, base_scores, decode_parents,  # noqa: F401
                                         parents_table, population_metric)
@@ -46,18 +46,19 @@ ARM_ORDER = list(SEED_V2_ARMS)
 
 def load_data(scale: str) -> dict:
     """``{"rows", "walls", "families", "files", "progress", "configs"}`` of the first run with the other
-    breeding arms beside it (:func:`lib.society.data.society_rows` of ``data/<scale>/society/``, or of its seat-fair
-    re-run ``society_fair/`` once that replaces it (:func:`lib.society.data.reading`), and ``society_recombination/``: the recombination folder's own ``full`` is :data:`BESIDE`, ``full@breeding``,
-    their reference, :func:`arm_reference`); ``walls``: their wall seconds per generation
+    breeding arms beside it (:func:`lib.society.data.society_rows` of :func:`lib.society.data.first_verdict_folders`:
+    ``society/`` and ``society_recombination/``, or their seat-fair re-runs once both are whole, which hold
+    ``full`` and ``no_sex`` of the breeding arms only; the recombination folder's own ``full`` is :data:`BESIDE`,
+    ``full@breeding``, their reference, :func:`arm_reference`); ``walls``: their wall seconds per generation
     (:func:`lib.society.data.society_walls`); ``families``: the config's task families, in its order;
     ``files``, ``progress``, ``configs``: what they were read from (:func:`lib.society.data.files_of`).
 
     Raises ``FileNotFoundError`` naming the folder and the command that fills it.
     """
-    main = reading(MAIN, scale)  # its seat-fair re-run once that replaces it
-    rows = society_rows(scale, main, RECOMBINATION, order="name")  # shards by name: the order drawn since Fig. 3
-    return {"rows": rows, "walls": society_walls(scale, main, RECOMBINATION),
-            "families": list(config_of(MAIN, scale)["families"]), **files_of(scale, main, RECOMBINATION)}
+    folders = first_verdict_folders(scale)  # the committed pair, or both seat-fair re-runs
+    rows = society_rows(scale, *folders, order="name")  # shards by name: the order drawn since Fig. 3
+    return {"rows": rows, "walls": society_walls(scale, *folders),
+            "families": list(config_of(MAIN, scale)["families"]), **files_of(scale, *folders)}
 
 
 def parents_wide(df: pd.DataFrame) -> pd.DataFrame:

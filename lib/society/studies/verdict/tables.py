@@ -20,8 +20,8 @@ from lib.core.stats import paired_permutation_test, sign_flip_ci
 from lib.society import arms
 from lib.society.arms import NO_GROUNDING, REFERENCE, is_baseline, what
 from lib.society.config import arm_seeds
-from lib.society.data import (MAIN, RECOMBINATION, STUDY, config_of as _config, manifest_of, reading, society_rows,
-                               society_walls)
+from lib.society.data import (MAIN, RECOMBINATION, STUDY, config_of as _config, first_verdict_folders, manifest_of,
+                               society_rows, society_walls)
 from lib.society.studies.diagnostics.comparisons import preconditions
 from lib.society.studies.frames import base_scores, verdict
 from lib.society.studies.verdict.comparisons import (BASE, FOUNDERS, STEPS, VAL_BEST, breeding_skill,
@@ -39,18 +39,20 @@ SKILL_FAMILY = "lists"  # the family whose novel skill the recombination arms ar
 
 def _rows(experiment: str, scale: str) -> pd.DataFrame | None:
     """The rows of ``experiment``'s folder read on their own (:func:`lib.society.data.society_rows`); the first
-    verdict's (:data:`MAIN`) from its seat-fair re-run once that replaces it (:func:`lib.society.data.reading`)."""
-    return society_rows(scale, reading(MAIN, scale) if experiment == MAIN else experiment, required=False)
+    verdict's (:data:`MAIN`) from its seat-fair re-run once that replaces it
+    (:func:`lib.society.data.first_verdict_folders`)."""
+    return society_rows(scale, first_verdict_folders(scale)[0] if experiment == MAIN else experiment, required=False)
 
 
 def _walls(scale: str) -> pd.DataFrame:
-    return society_walls(scale, reading(MAIN, scale))
+    return society_walls(scale, first_verdict_folders(scale)[0])
 
 
 def _ablation_breeding(scale: str) -> tuple[pd.DataFrame | None, str]:
     """The rows the ablation reads ``no_sex`` from, and their folder: the recombination folder's seat-fair re-run
-    once it holds every run of ``full`` and ``no_sex`` (:func:`lib.society.data.reading`), else the folder itself."""
-    folder = reading(RECOMBINATION, scale, ABLATION_BREEDING)
+    once that and the first verdict's re-run are whole (:func:`lib.society.data.first_verdict_folders`), else the
+    folder itself."""
+    folder = first_verdict_folders(scale)[1]
     return (_breeding_rows(scale) if folder == RECOMBINATION else _rows(folder, scale)), folder
 
 
@@ -322,7 +324,7 @@ def society_primary(scale: str) -> str:
     rest = d.drop(worst)
     lo, hi = sign_flip_ci(rest.to_numpy())
     p = paired_permutation_test(wide.loc[rest.index, REFERENCE].to_numpy(), wide.loc[rest.index, NO_GROUNDING].to_numpy())["p"]
-    lines.append(f"| `full` − `no_grounding` without seed {worst} of `{reading(MAIN, scale)}/` (its difference there {signed(d[worst])}, the "
+    lines.append(f"| `full` − `no_grounding` without seed {worst} of `{first_verdict_folders(scale)[0]}/` (its difference there {signed(d[worst])}, the "
                  f"largest) | "
                  f"{len(rest)} | — | — | {signed(rest.mean())} {ci(lo, hi)} | {p_text(p)} | — |")
     return markdown(["comparison (`full` − other)", "seeds", "`full`", "other", "Δ [95 % CI (sign-flip)]", "p",
@@ -331,7 +333,6 @@ def society_primary(scale: str) -> str:
 
 # the paper's four arms but full (the seed's v1 arms); no_sex ran in the recombination folder, the others in the first
 ABLATION = tuple((a, RECOMBINATION if arms.SPECS[a].merge is None else MAIN) for a in arms.SEED_ARMS if a != arms.REFERENCE)
-ABLATION_BREEDING = (arms.REFERENCE, *(a for a, folder in ABLATION if folder == RECOMBINATION))  # full, no_sex
 
 
 def ablation(scale: str) -> pd.DataFrame:
@@ -342,7 +343,7 @@ def ablation(scale: str) -> pd.DataFrame:
     breeding, folder = _ablation_breeding(scale)
     return ablation_of(_methods(scale),
                        None if breeding is None else method_summary(breeding, _families(scale)).set_index("method"),
-                       (reading(MAIN, scale), folder))
+                       (first_verdict_folders(scale)[0], folder))
 
 
 def ablation_of(main: pd.DataFrame, breeding: pd.DataFrame | None,
@@ -468,8 +469,8 @@ def _ablation_said(scale: str) -> str:
 
 
 def _reading(scale: str) -> str:
-    """Which folders the first verdict's tables read (:func:`lib.society.data.reading`), in words."""
-    main, (_, breeding) = reading(MAIN, scale), _ablation_breeding(scale)
+    """Which folders the first verdict's tables read (:func:`lib.society.data.first_verdict_folders`), in words."""
+    main, breeding = first_verdict_folders(scale)
     fair = "the seat-fair re-run" if main != MAIN else "the committed folder, made with the seat-biased consensus"
     return f"`{main}/` ({fair}), with `{breeding}/` for `no_sex`"
 
