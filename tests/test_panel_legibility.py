@@ -39,6 +39,7 @@ from lib import style
 from lib.tool_mutation import figures as tool_mutation
 from lib.society.studies.lineage import figures as lineage_figures
 from lib.society.arms import is_baseline
+from lib.society import data as society_data
 
 NAMED = re.compile(r"^#+\s*(?:SI\s+)?(Fig\.\s*\d[a-z]|S\d[a-z])\b")
 
@@ -160,8 +161,12 @@ def test_fig3a_draws_full_under_the_arms_no_line_twice_and_the_bare_base(cpu):
     # full on the breeding arms' seeds, dotted, unless full@breeding (its rerun) is that very line
     dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
     assert "full@breeding" in labels and len(dotted) <= 1 and "full@breeding: full rerun" in ax.get_title(loc="left")
-    # (b): the rerun is a reproduction check, said in the title, not a column
-    assert "equals full at the last generation on all 8 of its seeds" in fig.axes[1].get_title(loc="left")
+    # (b): the rerun is a reproduction check, said in the title, not a column: on how many of its seeds it is full
+    last = society.last_generation_table(cpu["rows"], "test_overall")
+    wide = last[last["arm"].isin(["full", "full@breeding"])].pivot_table(index="seed", columns="arm", values="value")
+    equal, n = int((wide["full@breeding"] == wide["full"]).sum()), len(wide["full@breeding"].dropna())
+    said = f"all {n} of its seeds" if equal == n else f"{equal} of its {n} seeds"
+    assert f"equals full at the last generation on {said}" in fig.axes[1].get_title(loc="left")
     base = [ln for lab, ln in lines.items() if lab.startswith("bare base")]
     want = frames.base_scores(cpu["rows"], ["overall"])["overall"].mean()
     assert len(base) == 1 and base[0].get_ydata()[0] == pytest.approx(want)
@@ -175,9 +180,11 @@ def test_fig3a_draws_apart_the_differences_its_table_reports(cpu):
     """Fig. 3a (a) drew every arm on one axis from 0 to 0.6, where the ablation's differences (0.007–0.041 below full
     at the last generation) lay within a few pixels: no_diversity 0.007 below full and 0.006 below sex_linear, under
     4 px apart. The arms within 0.1 of full are drawn again below on an axis of their own, every difference of 0.005
-    or more at least 4 px apart there. The old drawing is caught (draw_metric_paired without the zoom)."""
+    or more at least 4 px apart there. The old drawing of those rows (the committed folders) is caught
+    (draw_metric_paired without the zoom)."""
     fig = society.draw_panel("fig3a_society_test_accuracy", cpu)
-    old = society.draw_metric_paired(cpu["rows"], "test_overall", ylabel="test accuracy")
+    committed = society_data.society_rows("cpu", society_data.MAIN, society_data.RECOMBINATION, order="name")
+    old = society.draw_metric_paired(committed, "test_overall", ylabel="test accuracy")
     try:
         assert legibility.lines_drawn_together(fig, 0.005) == []
         together = legibility.lines_drawn_together(old, 0.005)

@@ -352,15 +352,15 @@ def _draw_last_generation_differences(a2, df: pd.DataFrame, metric: str, ylabel:
     pts, summ = paired_vs_reference(last)
     # full@breeding is full run again beside the breeding arms: a reproduction check, not a comparison
     check = pts[pts["arm"] == BESIDE]
-    same = len(check) > 0 and bool((check["diff"] == 0).all())
+    same = int((check["diff"] == 0).sum())
     pts, summ = pts[pts["arm"] != BESIDE], summ[summ["arm"] != BESIDE]
     if len(summ):
         paired_difference_panel(a2, pts, summ, group="arm", order=[a for a in arms_in(last) if a in set(summ["arm"])],
                                 ylabel=f"{ylabel} at the last generation",
                                 layout=DiffLayout(fontsize=text_pt, xlabel="arm − its reference" if text_pt else None))
-        note = (f"\n{BESIDE} (full rerun beside the breeding arms)\nequals full at the last generation on all "
-                f"{len(check)} of its seeds"
-                if same else f"\n{BESIDE} − full: see the society tables" if len(check) else "")
+        note = (f"\n{BESIDE} (full rerun beside the breeding arms)\nequals full at the last generation on "
+                + (f"all {len(check)} of its seeds" if same == len(check) else f"{same} of its {len(check)} seeds")
+                if len(check) else "")
         a2.set_title("(b) " + a2.get_title(loc="left") + note, fontsize=pt, loc="left",
                      pad=(31 if note else 21) * pt / 7)
     else:

@@ -437,8 +437,8 @@ def _recombination_max(column: str):
 
 def _recombination_reproduces(scale: str) -> str:
     """How the recombination folder's own ``full`` compares with the main run's ``full`` on the same
-    seeds (:func:`full_reproduction`)."""
-    r = full_reproduction(_rows(MAIN, scale), _ablation_breeding(scale)[0])
+    seeds (:func:`full_reproduction`): the committed pair, whose breeding arms the recombination tables read."""
+    r = full_reproduction(society_rows(scale, MAIN, required=False), _breeding_rows(scale))
     text = f"{r['same']} of {r['n']} seeds row for row"
     if r["gen0"]:
         text += (f"; on {r['gen0']} more only generation 0 differs ({r['rows0']} of its rows, the founders' scores), "
