@@ -494,8 +494,8 @@ PANELS: list[Panel] = [
           _if_metric("test_overall", lambda df: draw_metric_paired(df, "test_overall", ylabel="test accuracy",
                                                                    zoom=FIG3A_ZOOM, text_pt=8)),
           "The first verdict: held-out test accuracy (population mean): (a) per generation and arm, mean over seeds (no band), full on "
-          f"top, and below it the arms within {FIG3A_ZOOM:g} of full at the last generation again on a y axis of "
-          "their own; dotted, where it is not full@breeding's own curve: full on the seeds of the arms run on fewer "
+          f"top, and below it, where some arm ends further from full, the arms within {FIG3A_ZOOM:g} of full at the "
+          "last generation again on a y axis of their own; dotted, where it is not full@breeding's own curve: full on the seeds of the arms run on fewer "
           "seeds; grey dash-dotted: the bare base; (b) last "
           "generation, each arm minus its reference (full; a variant X@tag: full@tag where that was run; a breeding arm: "
           f"full@breeding, the full run beside it at one commit) on the same seed (dots), {_B}."),
