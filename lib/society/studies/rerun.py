@@ -118,8 +118,8 @@ def side_by_side(before: pd.DataFrame, after: pd.DataFrame | None) -> str:
         bw = word(b)
         cells = [b.comparison, b.correction, str(int(b.n)), _delta(b),
                  p_text(b.p), bw]
-        if a is None:
-            cells += ["0", "—", "—", "no run yet", "—"]
+        if a is None or not a.n:
+            cells += ["0", "—", "—", "no run yet" if a is None else word(a), "—"]
         else:
             aw = word(a)
             moved = "—" if aw.startswith("none yet") or aw == "—" else "no" if aw == bw else f"yes: {bw} → {aw}"
