@@ -249,6 +249,31 @@ def test_founders_are_reused_only_with_the_same_settings(tiny_base, tmp_path):
         assert b[0].parent != a[0].parent, change  # another folder: stale founders never reused
 
 
+def test_two_processes_on_one_seed_train_its_founders_once(tiny_base, tmp_path, monkeypatch):
+    """Two sweep workers start two arms of one seed together: without the founders' work lock each trained the seed's
+    founders (both recorded 1,134 founder steps), the second overwriting the first's adapters as it might read them."""
+    import threading
+    import time
+    from lib.society import founders
+    cfg, trained, real = cfg_with(tmp_path, spec_train=16), [], founders.train_loras
+
+    def slow_train(base, jobs, dirs, **kw):  # long enough for the other thread to arrive while it trains
+        trained.extend(dirs)
+        time.sleep(0.5)
+        return real(base, jobs, dirs, **kw)
+    monkeypatch.setattr(founders, "train_loras", slow_train)
+    got = [None, None]
+
+    def arm(k):
+        got[k] = founders.ensure_founders(tiny_base, cfg, 0)
+    threads = [threading.Thread(target=arm, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got[0] == got[1] and len(trained) == cfg.agents  # every founder trained once, by one of the two
+
+
 def test_run_keeps_the_last_population_and_writes_the_diagnostics(tiny_base, tmp_path, monkeypatch):
     cfg = cfg_with(tmp_path, arms=["full@e1", "no_sex"], generations=3)
     rechecks, of = [], SocietyConfig.of.__func__

@@ -9,6 +9,9 @@ killed run never leaves a folder locked):
   while the workers of a sweep, which write different shards of one folder, run side by side;
 - the *folder lock*, ``<folder>/.lock``, held only for the moment a process reads, changes and
   rewrites the folder's ``manifest.json``; others wait for it (seconds at most).
+
+And a *work lock* (:func:`work_lock`) around work two processes would otherwise do twice at once: a seed's
+founders, which every arm of the seed trains before its first generation (two sweep workers on one seed).
 """
 from __future__ import annotations
 
@@ -66,3 +69,13 @@ def folder_lock(folder: str | Path, *, timeout: float = FOLDER_WAIT_S) -> Iterat
         yield
     finally:
         lock.release()
+
+
+@contextlib.contextmanager
+def work_lock(path: str | Path) -> Iterator[None]:
+    """Hold the lock file ``path`` for as long as the work takes (others wait, however long: training minutes)."""
+    from filelock import FileLock
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path)):
+        yield

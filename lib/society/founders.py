@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from lib.core.config import config_hash
+from lib.core.locks import work_lock
 from lib.operators.ops import founder_family
 from lib.engines.batched import Job, train_loras
 from lib.engines.lora import check_adapter_dir
@@ -54,9 +55,14 @@ def founders_dir(base, cfg: SocietyConfig, seed: int) -> Path:
 
 def ensure_founders(base, s: SocietyConfig, seed: int, *, counter=None, trainer: str = "batched") -> list[Path]:
     """The founders' adapter folders of ``seed`` under the checked config ``s``; those not yet on disk (checked)
-    are trained, all at once (``trainer``: :func:`lib.engines.batched.train_loras`)."""
+    are trained, all at once (``trainer``: :func:`lib.engines.batched.train_loras`), under the folder's work lock
+    (:func:`lib.core.locks.work_lock`): a second process on the seed waits and reuses them."""
     root = founders_dir(base, s, seed)
-    root.mkdir(parents=True, exist_ok=True)
+    with work_lock(root / ".lock"):
+        return _ensure(base, s, seed, root, counter, trainer)
+
+
+def _ensure(base, s: SocietyConfig, seed: int, root: Path, counter, trainer: str) -> list[Path]:
     (root / "settings.json").write_text(json.dumps(founder_settings(base, s, seed), indent=2) + "\n")
     out, todo = [], []
     for i in range(s.agents):
