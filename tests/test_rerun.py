@@ -145,3 +145,24 @@ def test_the_first_verdict_reads_its_re_run_only_once_that_is_whole_on_one_float
     assert reading(MAIN, "smoke") == MAIN  # a run unfinished: likewise
     p.write_text(json.dumps(info))
     assert reading(MAIN, "smoke") == FAIR[MAIN]
+
+
+def test_the_climbs_secondaries_on_part_of_their_seeds_say_so_and_the_ceiling_waits(tmp_path, monkeypatch):
+    """A §4 arm or the gold ceiling run on some seeds of the re-run: the §4 table says "k of N so far", and the gold
+    sentence keeps quoting the committed run (saying how many re-run seeds are in) until every registered seed is."""
+    import shutil
+    from lib.core.paths import data_dir
+    from lib.society.studies.climb.tables import climb_gold, climb_why
+    for folder in ("society_climb", "society_climb_fair"):
+        shutil.copytree(data_dir("smoke", folder), tmp_path / "smoke" / folder)
+    monkeypatch.setenv("GE_DATA_DIR", str(tmp_path))
+    whole = climb_gold("smoke")
+    assert "(data: `society_climb_fair/`)" in whole and "committed run" not in whole
+    fair = tmp_path / "smoke" / "society_climb_fair"
+    for arm in ("baseline_gold_climb", "climb_single@child"):
+        for f in (shard_path(fair, arm, 1), progress_path(shard_path(fair, arm, 1))):
+            f.unlink()
+    part = climb_gold("smoke")
+    assert "the committed run: `baseline_gold_climb` has 1 of 2 seeds in the re-run so far" in part
+    assert "| climb_single@child − climb | 1 of 2 so far |" in climb_why("smoke")
+    assert "| climb@lineages − climb | 2 |" in climb_why("smoke")

@@ -36,6 +36,12 @@ def seeds_planned(cfg, arm: str) -> int:
     return len(cfg.seeds_of(arm)) if arm in cfg.arms else 0
 
 
+def _of_planned(n: int, cfg, *arms: str) -> str:
+    """``n`` seeds, as ``n of N so far`` while fewer than the ``N`` its run arms register (the fewest of them)."""
+    planned = min((seeds_planned(cfg, a) for a in arms if a in cfg.arms), default=0)
+    return f"{n} of {planned} so far" if 0 < n < planned else str(n)
+
+
 def verdict(r, cfg) -> str:
     """A primary comparison's verdict: *win*, *tie* or *loss* (Holm p < 0.05) once both arms have every
     pre-registered seed, else *none yet* with how many seeds are in."""
@@ -144,8 +150,8 @@ def climb_why(scale: str) -> str:
     d = _data(scale, climb.FAIR)
     if d is None or d["experiment"] != climb.FAIR:
         return NO_DATA
-    t = climb.why(d["rows"], d["cfg"].rung)
-    lines = [f"| {r.comparison} | {int(r.n)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | "
+    t, cfg = climb.why(d["rows"], d["cfg"].rung), d["cfg"]
+    lines = [f"| {r.comparison} | {_of_planned(int(r.n), cfg, r.arm_a, r.arm_b)} | {fmt(r.a_acc)} | {fmt(r.b_acc)} | "
              + (f"{signed(r['diff'])} {ci(r.lo, r.hi)} | {p_text(r.p)} |" if r.n else "no runs yet | — |")
              for _, r in t.iterrows()]
     return markdown(["comparison (a − b), rung-1 test after the last round", "seeds", "a", "b",
@@ -451,11 +457,19 @@ def climb_gold(scale: str) -> str:
     d, _ = said_data(scale)
     if d is None:
         return "no data yet"
-    text = _gold(d)
+    have, planned = _gold_seeds(d), seeds_planned(d["cfg"], CLIMB_GOLD)
+    text = _gold(d) if have >= planned else None  # a ceiling read on part of its seeds would not be the one registered
     if text is None and d["experiment"] != climb.CLIMB and (before := _data(scale, climb.CLIMB)) is not None:
         text = _gold(before)
-        return text and text.removesuffix(")") + f", the committed run: `{CLIMB_GOLD}` has not run in the re-run yet)"
+        so_far = f"has {have} of {planned} seeds in the re-run so far" if have else "has not run in the re-run yet"
+        return text and text.removesuffix(")") + f", the committed run: `{CLIMB_GOLD}` {so_far})"
     return text or f"`{CLIMB_GOLD}` has not run yet (data: `{d['experiment']}/`)"
+
+
+def _gold_seeds(d: dict) -> int:
+    """How many seeds of ``d``'s folder hold a finished gold run."""
+    rows = d["rows"]
+    return int(rows.loc[rows["arm"] == CLIMB_GOLD, "seed"].nunique())
 
 
 def _gold(d: dict) -> str | None:
