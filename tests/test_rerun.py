@@ -35,11 +35,22 @@ def test_a_seed_whose_arms_ran_on_two_float_paths_is_mixed(tmp_path):
     assert mixed_seeds(tmp_path, runs) == []
 
 
-def _line(comparison, n, diff, p, planned=16, lo=None, hi=None):
+def _line(comparison, n, diff, p, planned=16, lo=None, hi=None, correction="raw", p_raw=None):
     lo = diff - 0.01 if lo is None else lo
     hi = diff + 0.01 if hi is None else hi
-    return {"comparison": comparison, "other": "b", "correction": "raw", "planned": planned, "n": n, "diff": diff,
-            "lo": lo, "hi": hi, "p": p}
+    return {"comparison": comparison, "other": "b", "correction": correction, "planned": planned, "n": n,
+            "diff": diff, "lo": lo, "hi": hi, "p_raw": p if p_raw is None else p_raw, "p": p}
+
+
+def test_a_corrected_line_shows_the_raw_p_its_interval_agrees_with_beside_the_corrected_one():
+    """An interval that excludes 0 beside a corrected p above 0.05 read as a contradiction: the raw sign-flip p (the
+    test the interval inverts) is shown first, the corrected p the verdict reads after it."""
+    before = pd.DataFrame([_line("`a` − `b`", 32, 0.02, 0.0072, planned=32, lo=0.007, hi=0.031,
+                                 correction="Holm over 6", p_raw=0.0024)])
+    after = pd.DataFrame([_line("`a` − `b`", 32, 0.023, 0.24, planned=32, lo=0.001, hi=0.044,
+                                correction="Bonferroni over 6", p_raw=0.04)])
+    text = rerun.side_by_side(before, after)
+    assert "| 0.0024; Holm 0.0072 | win |" in text and "| 0.04; Bonferroni 0.24 | tie |" in text
 
 
 def test_a_verdict_is_decided_only_with_every_registered_seed_and_a_change_is_named():

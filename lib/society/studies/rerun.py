@@ -3,7 +3,8 @@
 *Before* is the committed folder, selected with the seat-biased consensus (its rows read by today's code); *after* is
 its re-run (:data:`lib.society.data.FAIR`: the same keys and seeds in a folder of its own, on the seat-fair
 operators; a seed whose arms ran on two float paths is dropped, :func:`lib.society.data.fair_rows`). Every line gives
-both sides' seeds, Δ = a − b with its 95 % CI (sign-flip inversion), the p its verdict reads and the verdict: ``win``
+both sides' seeds, Δ = a − b with its 95 % CI (sign-flip inversion) and the raw sign-flip p it agrees with, the
+corrected p the verdict reads where one is registered, and the verdict: ``win``
 (a above b) or ``loss`` at that p < 0.05, else ``tie`` (:func:`lib.society.studies.study.comparisons.verdict`). An
 after side short of its registered seeds shows its interim numbers and no verdict.
 
@@ -33,8 +34,8 @@ from lib.society.studies.verdict.tables import ablation_of
 
 # One comparison a line: ``comparison`` (its label, the same before and after), ``other`` (the arm b resolved: the best
 # one-shot merge is chosen on val in each folder), ``correction``, ``planned`` (registered seeds), ``n`` (seeds in),
-# Δ = a − b with its 95 % CI, and ``p``: the p its verdict reads
-LINE = ["comparison", "other", "correction", "planned", "n", "diff", "lo", "hi", "p"]
+# Δ = a − b with its 95 % CI, ``p_raw``: the sign-flip p the CI agrees with, and ``p``: the p its verdict reads
+LINE = ["comparison", "other", "correction", "planned", "n", "diff", "lo", "hi", "p_raw", "p"]
 GROUNDING = f"{REFERENCE} − {NO_GROUNDING}"  # the society study's grounding comparison, as STUDY_PRIMARY labels it
 if not any(label == GROUNDING for label, *_ in STUDY_PRIMARY):
     raise RuntimeError(f"lib.society.studies.rerun: the society study registers no comparison {GROUNDING!r}")
@@ -63,13 +64,14 @@ def society_lines(main: pd.DataFrame, breeding: pd.DataFrame | None, families, p
     prim = primary_comparisons(main, families)
     lines = [{"comparison": _quoted(r.comparison, r.other), "other": r.other, "correction": "Holm over three",
               "planned": planned(MAIN),
-              "n": r.n, "diff": r["diff"], "lo": r.lo, "hi": r.hi, "p": r.p_holm} for _, r in prim.iterrows()]
+              "n": r.n, "diff": r["diff"], "lo": r.lo, "hi": r.hi, "p_raw": r.p, "p": r.p_holm}
+             for _, r in prim.iterrows()]
     ab = ablation_of(_summary(main, families), _summary(breeding, families))
     for _, r in ab[~ab["arm"].isin([REFERENCE, NO_GROUNDING])].iterrows():  # no_grounding: primary comparison 1
         lines.append({"comparison": f"`{r.arm}` − the `{REFERENCE}` of its folder", "other": REFERENCE,
                       "correction": "raw",
                       "planned": planned(RECOMBINATION if r.folder.startswith(RECOMBINATION) else MAIN), "n": r.n,
-                      "diff": r["mean"], "lo": r.lo, "hi": r.hi, "p": r.p})
+                      "diff": r["mean"], "lo": r.lo, "hi": r.hi, "p_raw": r.p, "p": r.p})
     return pd.DataFrame(lines, columns=LINE)
 
 
@@ -83,12 +85,12 @@ def study_lines(rows: pd.DataFrame, cfg, fair: bool) -> pd.DataFrame:
     p = min(1.0, six * num(g.p)) if fair else num(g.p_holm)
     lines = [{"comparison": f"`{REFERENCE}` − `{NO_GROUNDING}`", "other": NO_GROUNDING, "correction": f"{'Bonferroni' if fair else 'Holm'}"
               f" over {six}", "planned": len(arm_seeds(cfg, REFERENCE)), "n": g.n, "diff": g["diff"], "lo": g.lo,
-              "hi": g.hi, "p": p}]
+              "hi": g.hi, "p_raw": num(g.p), "p": p}]
     knob = [line for line in SECONDARY if {line[0], line[1]} <= set(cfg["arms"])]
     for _, r in secondary_table(rows, knob).iterrows():
         lines.append({"comparison": f"`{r.arm_a}` − `{r.arm_b}`", "other": r.arm_b, "correction": "raw",
                       "planned": min(len(arm_seeds(cfg, a)) for a in (r.arm_a, r.arm_b)), "n": r.n,
-                      "diff": r["diff"], "lo": r.lo, "hi": r.hi, "p": r.p})
+                      "diff": r["diff"], "lo": r.lo, "hi": r.hi, "p_raw": r.p, "p": r.p})
     return pd.DataFrame(lines, columns=LINE)
 
 
@@ -108,6 +110,13 @@ def _delta(r) -> str:
     return f"{signed(r['diff'])} {ci(r.lo, r.hi)}" + ("" if named else f" (b: `{r.other}`)")
 
 
+def _p(r) -> str:
+    """The raw sign-flip p (the one the 95 % CI agrees with) and, where the line registers a correction, the corrected
+    p its verdict reads."""
+    raw = p_text(r.p_raw)
+    return raw if r.correction == "raw" else f"{raw}; {r.correction.split()[0]} {p_text(r.p)}"
+
+
 def side_by_side(before: pd.DataFrame, after: pd.DataFrame | None) -> str:
     """The lines of ``before`` and ``after`` (:data:`LINE`; ``None``: not started) matched by comparison, as the
     pages show them; ``moved?`` says whether a decided verdict changed."""
@@ -116,17 +125,17 @@ def side_by_side(before: pd.DataFrame, after: pd.DataFrame | None) -> str:
     for _, b in before.iterrows():
         a = after.loc[b.comparison] if b.comparison in after.index else None
         bw = word(b)
-        cells = [b.comparison, b.correction, str(int(b.n)), _delta(b),
-                 p_text(b.p), bw]
+        cells = [b.comparison, b.correction, str(int(b.n)), _delta(b), _p(b), bw]
         if a is None or not a.n:
             cells += ["0", "—", "—", "no run yet" if a is None else word(a), "—"]
         else:
             aw = word(a)
             moved = "—" if aw.startswith("none yet") or aw == "—" else "no" if aw == bw else f"yes: {bw} → {aw}"
-            cells += [str(int(a.n)), _delta(a), p_text(a.p), aw, moved]
+            cells += [str(int(a.n)), _delta(a), _p(a), aw, moved]
         out.append("| " + " | ".join(cells) + " |")
-    return markdown(["comparison (a − b)", "p read", "seeds before", "before: Δ [95 % CI]", "p", "verdict", "seeds after",
-                     "after (seat-fair): Δ [95 % CI]", "p", "verdict", "moved?"], out)
+    return markdown(["comparison (a − b)", "p read", "seeds before", "before: Δ [95 % CI]", "p (raw; corrected)",
+                     "verdict", "seeds after", "after (seat-fair): Δ [95 % CI]", "p (raw; corrected)", "verdict",
+                     "moved?"], out)
 
 
 def standing(before: pd.DataFrame | None, after: pd.DataFrame | None, mixed: list[int], folder: str) -> str:
