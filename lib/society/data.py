@@ -193,8 +193,7 @@ def _folder(study: str, scale: str, stamp: tuple) -> Folder | None:
     rows = pd.concat([p for _, p in parts], ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
     stops = np.cumsum([len(p) for _, p in parts]).tolist()
     spans = tuple((name, stop - len(p), stop) for (name, p), stop in zip(parts, stops))
-    done = frozenset((a, s) for a, s in arm_runs(cfg)
-                     if (read_progress(shard_path(folder, a, s)) or {}).get("last_done") == cfg["generations"] - 1)
+    done = frozenset(society.finished_runs(cfg, folder))
     return Folder(study, rows, spans, shard_walls(shards), shards, done, tuple(sorted(set(on_disk) - set(listed))),
                   on_disk)
 
@@ -363,8 +362,7 @@ def _replaces(study: str, scale: str, arms: tuple[str, ...] | None, _states: tup
         return False
     wanted = {(a, s) for a, s in arm_runs(cfg) if arms is None or a in arms}
     folder = data_dir(scale, FAIR[study])
-    status = society.shard_status(new, folder)  # the runner's shard table: the last generation done per shard
-    done = {(a, s) for a, s in arm_runs(new) if status[f"{a}_s{s}"] is not None and status[f"{a}_s{s}"] >= new.last_step}
+    done = society.finished_runs(new, folder)
     if not wanted or not wanted <= done:
         return False
     return not mixed_seeds(folder, pd.DataFrame(sorted(wanted), columns=["arm", "seed"]))

@@ -76,6 +76,13 @@ def shard_status(cfg: SocietyConfig, folder: Path | None = None) -> dict:
     return {f"{a}_s{s}": last_done(shard_path(folder, a, s)) for a, s in cfg.arm_runs()}
 
 
+def finished_runs(cfg: SocietyConfig, folder: Path | None = None) -> set[tuple[str, int]]:
+    """The ``(arm, seed)`` runs of ``cfg`` whose shard in ``folder`` reached the last generation (:func:`shard_status`)."""
+    status = shard_status(cfg, folder)
+    return {(a, s) for a, s in cfg.arm_runs()
+            if status[f"{a}_s{s}"] is not None and status[f"{a}_s{s}"] >= cfg.last_step}
+
+
 def shard_trainers(cfg: SocietyConfig, folder: Path) -> dict:
     """``{trainer: number of shards}`` over the shards of ``cfg`` on disk; a shard written before the
     trainer was recorded counts as ``sequential`` (the only trainer there was)."""
@@ -116,8 +123,8 @@ def gather(cfg: SocietyConfig, source: Path, folder: Path | None = None) -> list
     if theirs is None or theirs.get("config_hash") != cfg.hash:
         raise ConfigError(f"{source} holds no data of {cfg.experiment} at {cfg.scale} (its manifest is missing or "
                           f"describes another config): name the sweep's <data-root>/{cfg.scale}/{cfg.experiment}")
-    status = shard_status(cfg, source)
-    done = [(a, s) for a, s in cfg.arm_runs() if status[f"{a}_s{s}"] is not None and status[f"{a}_s{s}"] >= cfg.last_step]
+    finished = finished_runs(cfg, source)
+    done = [(a, s) for a, s in cfg.arm_runs() if (a, s) in finished]
     folder.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
         for a, s in done:
@@ -130,7 +137,7 @@ def gather(cfg: SocietyConfig, source: Path, folder: Path | None = None) -> list
 
 def shard_done(cfg: SocietyConfig) -> bool:
     """True when every (arm, seed) shard of ``cfg`` has its last generation on disk."""
-    return all(v is not None and v >= cfg.last_step for v in shard_status(cfg).values())
+    return finished_runs(cfg) == set(cfg.arm_runs())
 
 
 def data_complete(cfg: SocietyConfig, folder: Path | None = None) -> bool:
@@ -139,7 +146,7 @@ def data_complete(cfg: SocietyConfig, folder: Path | None = None) -> bool:
     m = read_manifest(folder)
     if m is None or m.get("config_hash") != cfg.hash:
         return False
-    return all(v == cfg.last_step for v in shard_status(cfg, folder).values())
+    return finished_runs(cfg, folder) == set(cfg.arm_runs())
 
 
 def load_rows(cfg: SocietyConfig, folder: Path | None = None) -> pd.DataFrame:
