@@ -23,6 +23,7 @@ from lib.society.arms import LINEAGE_PRIMARY, OPERATOR_OFF, REFERENCE
 from lib.society.data import (CROSSOVER, LINEAGE, MAIN, STUDY, config_of, first_verdict_folders, reading,
                                society_rows)
 from lib.society.studies.climb import tables as climb
+from lib.society.studies.frames import interval_word  # noqa: F401  (read from here too)
 from lib.society.studies.lineage import comparisons as lineage
 from lib.society.studies.skills import comparisons as skills
 from lib.society.studies.skills.tables import primary_verdict, skill_rows
@@ -38,15 +39,6 @@ OPERATOR = OPERATOR_OFF  # what switching off each arm of the paper's ablation r
 def number(r) -> str:
     """A comparison's Δ with its 95 % interval (``r``: a line with ``diff, lo, hi``)."""
     return f"{signed(r['diff'])} {ci(r['lo'], r['hi'])}"
-
-
-def interval_word(lo: float, hi: float, words=("below", "level with", "above")) -> str | None:
-    """Where a paired interval puts a − b: ``words[0]`` (all below 0), ``words[1]`` (holds 0), ``words[2]``; ``None``
-    without an interval."""
-    lo, hi = num(lo), num(hi)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return None
-    return words[0] if hi < 0 else words[2] if lo > 0 else words[1]
 
 
 def _pairs(t: pd.DataFrame, said: list[str], skip=()) -> str:

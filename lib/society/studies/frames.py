@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from lib.core.format import num
 from lib.core.stats import sign_flip_ci, sign_flip_p, t_ci
 from lib.society.arms import order
 
@@ -150,3 +151,12 @@ def verdict(diff: float, p_holm: float, alpha: float = 0.05) -> str:
     if p_holm >= alpha:
         return "tie"
     return "win" if diff > 0 else "loss"
+
+
+def interval_word(lo: float, hi: float, words=("below", "level with", "above")) -> str | None:
+    """Where a paired interval puts a − b: ``words[0]`` (all below 0), ``words[1]`` (holds 0), ``words[2]``; ``None``
+    without an interval."""
+    lo, hi = num(lo), num(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return None
+    return words[0] if hi < 0 else words[2] if lo > 0 else words[1]

@@ -23,7 +23,7 @@ from lib.society.config import arm_seeds
 from lib.society.data import (MAIN, RECOMBINATION, STUDY, config_of as _config, first_verdict_folders, manifest_of,
                                society_rows, society_walls)
 from lib.society.studies.diagnostics.comparisons import preconditions
-from lib.society.studies.frames import base_scores, verdict
+from lib.society.studies.frames import base_scores, interval_word, verdict
 from lib.society.studies.verdict.comparisons import (BASE, FOUNDERS, STEPS, VAL_BEST, breeding_skill,
                                                      first_generation_loss, founder_selection, full_reproduction,
                                                      generalist_summary, method_scores, method_summary,
@@ -462,7 +462,7 @@ def _ablation_said(scale: str) -> str:
     """The paper's ablation in words: each arm against the ``full`` of its folder (raw p), with the folder."""
     parts = []
     for _, r in ablation(scale).iloc[1:].iterrows():
-        verb = "ends below" if r.hi < 0 else "ends above" if r.lo > 0 else "ties"
+        verb = interval_word(r.lo, r.hi, ("ends below", "ties", "ends above")) or "ties"  # no interval: not told apart
         parts.append(f"`{r.arm}` {verb} `full` ({what(r.arm)}: {signed(r['mean'])} {ci(r.lo, r.hi)}, p "
                      f"{p_text(r.p)}; `{r.folder}/`)")
     return "; ".join(parts)
